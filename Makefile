@@ -1,0 +1,37 @@
+# mailroom — the two commands: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DEMO_DIR := .mailroom-demo
+HOST ?= 127.0.0.1
+PORT ?= 8025
+
+.PHONY: demo test test-all lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	@bash scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
+	@$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+## demo: install, import the shipped sample corpus into .mailroom-demo/, serve on :8025
+demo: $(BIN)/.installed
+	@$(BIN)/mailroom --data-dir $(DEMO_DIR) import samples/demo-maildir --account demo
+	@$(BIN)/mailroom --data-dir $(DEMO_DIR) serve --host $(HOST) --port $(PORT)
+
+## test: install, make sure PostgreSQL, Redis and Dovecot are there, run the suite
+test: $(BIN)/.installed
+	@bash scripts/test-services.sh
+	@$(BIN)/pytest -q
+
+## test-all: also the slow tests
+test-all: $(BIN)/.installed
+	@bash scripts/test-services.sh
+	@$(BIN)/pytest -q -m ''
+
+lint: $(BIN)/.installed
+	@$(BIN)/ruff check src tests bench
+	@$(BIN)/ruff format --check src tests bench || true
+	@$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,109 @@
+"""Ingest benchmark: import a Maildir into a fresh store; print messages/s and peak RSS.
+
+    python bench/ingest.py PATH [--database-url URL] [--notmuch]
+
+With ``--notmuch`` the same Maildir is also indexed by ``notmuch new`` (Debian
+package ``notmuch``) into a fresh database in the same run, each in its own
+child process so peak RSS is measured per tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def count_messages(path: Path) -> int:
+    """Files in cur/ and new/ of the Maildir and its Maildir++ folders."""
+    total = 0
+    for folder in [path, *(p for p in path.iterdir() if p.name.startswith(".") and p.is_dir())]:
+        for sub in ("cur", "new"):
+            if (folder / sub).is_dir():
+                total += len(os.listdir(folder / sub))
+    return total
+
+
+def run_mailroom(path: Path, database_url: str | None) -> dict[str, float]:
+    """Import in a child process; returns seconds, messages and peak RSS in MiB."""
+    with tempfile.TemporaryDirectory(prefix="mailroom-bench-") as data:
+        code = (
+            "import sys, time, json, resource\n"
+            "from pathlib import Path\n"
+            "from mailroom.store import open_store\n"
+            "from mailroom.providers.local import import_path\n"
+            "url = sys.argv[2] or f'sqlite:///{sys.argv[3]}/bench.sqlite3'\n"
+            "store = open_store(url)\n"
+            "start = time.perf_counter()\n"
+            "summary = import_path(store, Path(sys.argv[1]))\n"
+            "seconds = time.perf_counter() - start\n"
+            "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+            "print(json.dumps({'seconds': seconds, 'messages': summary.imported,"
+            " 'rss_mib': rss, 'failed': len(summary.failed)}))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path), database_url or "", data],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def run_notmuch(path: Path) -> dict[str, float]:
+    """``notmuch new`` into a fresh database outside the Maildir; seconds and peak RSS."""
+    if shutil.which("notmuch") is None:
+        raise SystemExit("notmuch is not installed; apt-get install notmuch")
+    with tempfile.TemporaryDirectory(prefix="notmuch-bench-") as work:
+        config = Path(work) / "config"
+        config.write_text(
+            f"[database]\npath={work}/db\nmail_root={path}\n"
+            "[user]\nname=bench\nprimary_email=bench@example.org\n"
+            "[new]\ntags=\n[maildir]\nsynchronize_flags=false\n"
+        )
+        env = {**os.environ, "NOTMUCH_CONFIG": str(config)}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        start = time.perf_counter()
+        subprocess.run(["notmuch", "new", "--quiet"], env=env, check=True)
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        count = subprocess.run(
+            ["notmuch", "count", "*"], env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+        return {"seconds": seconds, "messages": int(count), "rss_mib": max(after, before) / 1024}
+
+
+def main() -> None:
+    """Parse arguments, run the benchmarks, print one line per tool."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path, help="a Maildir")
+    parser.add_argument("--database-url", default=None, help="default: SQLite in a temp dir")
+    parser.add_argument("--notmuch", action="store_true", help="also time `notmuch new`")
+    args = parser.parse_args()
+    total = count_messages(args.path)
+    print(f"Maildir {args.path}: {total} files")
+    mine = run_mailroom(args.path, args.database_url)
+    rate = mine["messages"] / mine["seconds"]
+    print(
+        f"mailroom import: {mine['messages']:.0f} messages in {mine['seconds']:.1f} s = "
+        f"{rate:.0f} msg/s, peak RSS {mine['rss_mib']:.0f} MiB, {mine['failed']:.0f} failed"
+    )
+    if args.notmuch:
+        theirs = run_notmuch(args.path)
+        their_rate = theirs["messages"] / theirs["seconds"]
+        print(
+            f"notmuch new:     {theirs['messages']:.0f} messages in {theirs['seconds']:.1f} s = "
+            f"{their_rate:.0f} msg/s, peak RSS {theirs['rss_mib']:.0f} MiB"
+        )
+        print(f"ratio: mailroom is {rate / their_rate:.2f}x notmuch's messages/second")
+
+
+if __name__ == "__main__":
+    main()

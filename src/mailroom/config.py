@@ -1,0 +1,52 @@
+"""Settings from the environment (and a `.env` file), overridable by CLI flags.
+
+``MAILROOM_DATA_DIR``      where mailroom keeps its SQLite store and state
+                           (default: the OS data dir for the user).
+``MAILROOM_DATABASE_URL``  SQLAlchemy URL; default is a SQLite file in the data
+                           dir, ``postgresql+psycopg://...`` for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mailroom.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    """All runtime settings of mailroom."""
+
+    model_config = SettingsConfigDict(env_prefix="MAILROOM_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Path(platformdirs.user_data_dir("mailroom"))
+    database_url: str | None = None
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL in force: the configured one or the SQLite default."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'mailroom.sqlite3'}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment; non-None keyword arguments win (CLI flags)."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]).upper()
+        raise ConfigError(
+            f"The setting MAILROOM_{field} is invalid ({first['msg']}); fix it and try again."
+        ) from None

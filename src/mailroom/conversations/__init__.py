@@ -1,0 +1,1 @@
+"""Conversations: assigning messages to threads and merging threads."""

@@ -1,0 +1,39 @@
+"""The exception tree of mailroom.
+
+Every error a user can cause carries one plain sentence saying what is wrong
+and what to do; the CLI prints that sentence and exits non-zero, never a
+traceback::
+
+    MailroomError                 base; str(error) is the user-facing sentence
+    ├── ConfigError               bad setting, flag or environment value
+    ├── StoreError                the database cannot be opened or migrated
+    ├── SourceError               an import path is missing, unreadable or unknown
+    ├── NotFoundError             a named user, account, message or thread is unknown
+    └── ProviderError             a mail provider refused or failed (see providers.base)
+"""
+
+from __future__ import annotations
+
+
+class MailroomError(Exception):
+    """Base class: the message is one plain sentence meant for the user."""
+
+
+class ConfigError(MailroomError):
+    """A setting, flag or environment value is wrong."""
+
+
+class StoreError(MailroomError):
+    """The database cannot be reached, opened or migrated."""
+
+
+class SourceError(MailroomError):
+    """A local mail source (mbox, Maildir, .eml folder) cannot be read."""
+
+
+class NotFoundError(MailroomError):
+    """A named object does not exist for this owner."""
+
+
+class ProviderError(MailroomError):
+    """A mail provider refused or failed an operation."""

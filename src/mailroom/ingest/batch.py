@@ -1,0 +1,284 @@
+"""Storing one batch of messages from a provider, exactly once.
+
+Invariants:
+- A message is (account, provider id); the insert is ``ON CONFLICT DO
+  NOTHING`` on that unique constraint, so overlapping batches, retries and
+  a rerun after a crash never create a second row (no read-before-insert).
+- A batch is one transaction: after a kill, either all of it is there or
+  none of it, and the rerun stores what is missing.
+- A message that cannot be parsed is still stored with its raw bytes and a
+  parse note; only the message itself can fail, never the batch.
+- Only rows that this call inserted get the JMAP "created" change; a message
+  seen again only gains the labels and locations it did not have.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from sqlalchemy import Insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from mailroom.ingest.pipeline import Batch, StoredMessage, run_pipeline
+from mailroom.mime import Address, ParsedMessage, parse_message
+from mailroom.store import changelog
+from mailroom.store.models import Message, MessageLabel, MessageLocation, MessageRef
+from mailroom.store.search import SearchDocument, index_documents
+
+log = logging.getLogger(__name__)
+
+MAX_REFERENCES = 50  # newest References kept per message; deeper chains add nothing
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where the provider keeps a message: a folder plus UID or a file key."""
+
+    folder_id: int
+    uidvalidity: int | None = None
+    uid: int | None = None
+    provider_ref: str | None = None
+
+
+@dataclass(slots=True)
+class IncomingMessage:
+    """One message as a provider hands it over."""
+
+    provider_id: str
+    raw: bytes | None
+    label_ids: list[int] = field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)
+    received_at: datetime | None = None  # authoritative arrival time (IMAP INTERNALDATE)
+    fallback_time: datetime | None = None  # used when neither headers nor provider know better
+    provider_thread_id: str | None = None
+    provider_labels: list[str] = field(default_factory=list)
+    seen: bool = False
+    parsed: ParsedMessage | None = None
+
+
+@dataclass
+class BatchResult:
+    """What storing a batch did."""
+
+    account_id: int
+    user_id: int
+    created_ids: list[int] = field(default_factory=list)
+    duplicate_ids: list[int] = field(default_factory=list)
+    repaired: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    thread_ids: set[int] = field(default_factory=set)
+
+
+def _insert(session: Session, table: Any) -> Insert:
+    if session.get_bind().dialect.name == "sqlite":
+        return sqlite.insert(table)
+    return postgresql.insert(table)
+
+
+def _arrival_time(parsed: ParsedMessage, item: IncomingMessage) -> datetime:
+    if item.received_at is not None:
+        return item.received_at
+    for value in parsed.header_all("received")[:1]:
+        _, _, when = value.rpartition(";")
+        try:
+            stamp = parsedate_to_datetime(when.strip())
+        except (TypeError, ValueError, IndexError):
+            continue
+        if stamp.tzinfo is not None:
+            return stamp.astimezone(UTC)
+    if parsed.date is not None:
+        return parsed.date
+    return item.fallback_time or datetime.now(UTC)
+
+
+def _addresses(addresses: Sequence[Address]) -> list[list[str]]:
+    return [[address.name, address.email] for address in addresses]
+
+
+def _participants(parsed: ParsedMessage) -> str:
+    words: list[str] = []
+    for address in [*parsed.from_, *parsed.to, *parsed.cc, *parsed.bcc]:
+        local, _, domain = address.email.partition("@")
+        words.extend((address.name, address.email, local, domain))
+    return " ".join(word for word in words if word)
+
+
+def _message_row(
+    parsed: ParsedMessage, item: IncomingMessage, account_id: int, user_id: int
+) -> dict[str, Any]:
+    sender = parsed.from_[0] if parsed.from_ else None
+    received = _arrival_time(parsed, item)
+    return {
+        "user_id": user_id,
+        "account_id": account_id,
+        "provider_id": item.provider_id,
+        "provider_thread_id": item.provider_thread_id,
+        "message_id_header": parsed.message_id,
+        "subject": parsed.subject,
+        "from_name": sender.name if sender else "",
+        "from_email": sender.email if sender else "",
+        "recipients": {
+            "to": _addresses(parsed.to),
+            "cc": _addresses(parsed.cc),
+            "bcc": _addresses(parsed.bcc),
+            "reply_to": _addresses(parsed.reply_to),
+        },
+        "sent_at": parsed.date,
+        "received_at": received,
+        "size": parsed.size,
+        "preview": parsed.preview[:256],
+        "has_attachment": bool(parsed.attachments),
+        "list_id": (parsed.header("list-id") or "")[:500] or None,
+        "seen_at": received if item.seen else None,
+        "parse_notes": list(parsed.notes),
+        "created_at": datetime.now(UTC),
+    }
+
+
+def _parse(item: IncomingMessage, result: BatchResult) -> ParsedMessage | None:
+    if item.parsed is not None:
+        return item.parsed
+    try:
+        return parse_message(item.raw or b"", received_at=item.received_at or item.fallback_time)
+    except Exception as exc:  # parse_message promises not to raise; a bug must cost one message
+        log.exception("Parsing message %s failed", item.provider_id)
+        result.failed.append((item.provider_id, f"parse error: {exc}"))
+        return None
+
+
+def _merge_duplicates(items: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+    """One item per provider id; the labels and locations of repeats are merged."""
+    merged: dict[str, IncomingMessage] = {}
+    for item in items:
+        first = merged.get(item.provider_id)
+        if first is None:
+            merged[item.provider_id] = item
+            continue
+        first.label_ids.extend(i for i in item.label_ids if i not in first.label_ids)
+        first.locations.extend(loc for loc in item.locations if loc not in first.locations)
+        first.seen = first.seen or item.seen
+    return list(merged.values())
+
+
+def store_batch(
+    session: Session, account_id: int, user_id: int, items: Sequence[IncomingMessage]
+) -> BatchResult:
+    """Insert a batch, run the post-ingest pipeline on the new messages, flush.
+
+    The caller owns the transaction (commit after this returns); steps that
+    enqueue follow-up work run after that commit (see ``ingest.steps``).
+    """
+    result = BatchResult(account_id=account_id, user_id=user_id)
+    unique = _merge_duplicates(items)
+    parsed_by_id: dict[str, tuple[IncomingMessage, ParsedMessage]] = {}
+    rows = []
+    for item in unique:
+        parsed = _parse(item, result)
+        if parsed is None:
+            continue
+        parsed_by_id[item.provider_id] = (item, parsed)
+        rows.append(_message_row(parsed, item, account_id, user_id))
+    if not rows:
+        return result
+    statement = (
+        _insert(session, Message)
+        .values(rows)
+        .on_conflict_do_nothing(index_elements=["provider_id", "account_id"])
+        .returning(Message.id, Message.provider_id)
+    )
+    created = {provider_id: message_id for message_id, provider_id in session.execute(statement)}
+    existing: dict[str, int] = {}
+    missing = [pid for pid in parsed_by_id if pid not in created]
+    if missing:
+        rows = session.execute(
+            select(Message.provider_id, Message.id).where(
+                Message.account_id == account_id, Message.provider_id.in_(missing)
+            )
+        )
+        existing = {provider_id: message_id for provider_id, message_id in rows}
+    _attach_labels_and_locations(session, parsed_by_id, created, existing, user_id)
+
+    stored: list[StoredMessage] = []
+    refs: list[dict[str, Any]] = []
+    documents: list[SearchDocument] = []
+    for provider_id, message_id in created.items():
+        item, parsed = parsed_by_id[provider_id]
+        stored.append(StoredMessage(message_id, item, parsed))
+        if parsed.notes:
+            result.repaired += 1
+        chain = _reference_chain(parsed)
+        refs.extend(
+            {"message_id": message_id, "ref": ref, "position": pos} for pos, ref in enumerate(chain)
+        )
+        documents.append(
+            SearchDocument(message_id, parsed.subject, _participants(parsed), parsed.text_body)
+        )
+    if refs:
+        session.execute(_insert(session, MessageRef).values(refs).on_conflict_do_nothing())
+    index_documents(session, documents)
+    result.created_ids = [message.message_id for message in stored]
+    result.duplicate_ids = list(existing.values())
+    session.flush()
+    run_pipeline(Batch(session, account_id, user_id, stored, result.thread_ids))
+    return result
+
+
+def _reference_chain(parsed: ParsedMessage) -> list[str]:
+    """In-Reply-To first, then References newest first, capped at MAX_REFERENCES."""
+    chain: list[str] = []
+    for ref in [*parsed.in_reply_to, *reversed(parsed.references)]:
+        if ref and ref != parsed.message_id and ref not in chain:
+            chain.append(ref[:1000])
+    return chain[:MAX_REFERENCES]
+
+
+def _attach_labels_and_locations(
+    session: Session,
+    parsed_by_id: dict[str, tuple[IncomingMessage, ParsedMessage]],
+    created: dict[str, int],
+    existing: dict[str, int],
+    user_id: int,
+) -> None:
+    label_rows: list[dict[str, int]] = []
+    location_rows: list[dict[str, Any]] = []
+    for provider_id, (item, _parsed) in parsed_by_id.items():
+        message_id = created.get(provider_id) or existing.get(provider_id)
+        if message_id is None:
+            continue
+        label_rows.extend({"message_id": message_id, "label_id": lid} for lid in item.label_ids)
+        location_rows.extend(
+            {
+                "message_id": message_id,
+                "folder_id": loc.folder_id,
+                "uidvalidity": loc.uidvalidity,
+                "uid": loc.uid,
+                "provider_ref": loc.provider_ref,
+            }
+            for loc in item.locations
+        )
+    if label_rows:
+        inserted = session.execute(
+            _insert(session, MessageLabel)
+            .values(label_rows)
+            .on_conflict_do_nothing()
+            .returning(MessageLabel.message_id)
+        ).scalars()
+        new_on_existing = sorted({mid for mid in inserted if mid in existing.values()})
+        changelog.record(session, user_id, "Email", new_on_existing, "updated")
+        if new_on_existing:
+            threads = session.scalars(
+                select(Message.thread_id)
+                .where(Message.id.in_(new_on_existing), Message.thread_id.is_not(None))
+                .distinct()
+            ).all()
+            changelog.record(session, user_id, "Thread", sorted(t for t in threads if t), "updated")
+    if location_rows:
+        session.execute(
+            _insert(session, MessageLocation).values(location_rows).on_conflict_do_nothing()
+        )

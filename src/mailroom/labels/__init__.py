@@ -1,0 +1,1 @@
+"""Labels: the one mechanism for folders, system states and user tags."""

@@ -1,0 +1,73 @@
+"""HTML to plain text, for messages without a text/plain body and for previews.
+
+This is a fast approximation, not a renderer: source whitespace is collapsed as a browser would,
+block-level tags (``p``, ``div``, ``br``, ``tr``, ``li``, headings...) become line breaks, table
+cells are separated by spaces, all tags are removed by ``nh3`` (the content of ``script``,
+``style``, ``title``, ``head`` and ``template`` is dropped), and entities are decoded.
+
+Invariants: :func:`html_to_text` never raises; its output has no U+0000, no runs of spaces,
+no trailing spaces on lines, and at most one blank line in a row.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+from collections.abc import Callable
+from functools import partial
+
+import nh3
+
+__all__ = ["html_to_text"]
+
+_BLOCK_RE = re.compile(
+    r"<(?:br|/?(?:p|div|tr|li|h[1-6]|table|blockquote|pre|ul|ol|dl|dt|dd|hr|section|article"
+    r"|header|footer|address|center|caption|figure|details|summary|main|nav|aside))\b",
+    re.IGNORECASE,
+)
+_CELL_RE = re.compile(r"</t[dh]\b", re.IGNORECASE)
+
+_KWARGS: dict[str, object] = {
+    "tags": set(),
+    "clean_content_tags": {"script", "style", "title", "head", "template"},
+    "attributes": {},
+    "link_rel": None,
+    "strip_comments": True,
+}
+
+
+def _build() -> Callable[[str], str]:
+    cleaner_cls = getattr(nh3, "Cleaner", None)
+    if cleaner_cls is not None:
+        clean: Callable[[str], str] = cleaner_cls(**_KWARGS).clean
+        return clean
+    return partial(nh3.clean, **_KWARGS)  # type: ignore[arg-type]  # nh3 < 0.3
+
+
+_STRIP_TAGS = _build()
+
+
+def html_to_text(html: str) -> str:
+    """Return the readable text of an HTML document or fragment (see module docstring)."""
+    try:
+        if not html:
+            return ""
+        src = " ".join(html.split())
+        src = _BLOCK_RE.sub("\n\\g<0>", src)
+        src = _CELL_RE.sub(" \\g<0>", src)
+        text = _html.unescape(_STRIP_TAGS(src)).replace("\x00", "")
+        lines: list[str] = []
+        blank = True  # drop leading blank lines
+        for line in text.split("\n"):
+            line = " ".join(line.split())
+            if line:
+                lines.append(line)
+                blank = False
+            elif not blank:
+                lines.append("")
+                blank = True
+        while lines and not lines[-1]:
+            lines.pop()
+        return "\n".join(lines)
+    except Exception:
+        return ""

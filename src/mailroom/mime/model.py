@@ -1,0 +1,72 @@
+"""The records :func:`mailroom.mime.parse_message` returns.
+
+Invariants (guaranteed by the parser, relied on by ingest):
+    * Every string field encodes to UTF-8 and holds no U+0000 (safe for PostgreSQL ``text``).
+    * ``ParsedMessage.date`` is ``None`` or timezone-aware UTC.
+    * Address lists never hold an ``Address`` with an empty ``email``.
+    * ``sanitized_html`` is the only HTML that may ever be rendered; ``html_body`` is raw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from mailroom.mime.addresses import Address
+
+__all__ = ["Address", "Attachment", "ParsedMessage"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A leaf MIME part shown as an attachment (or an inline image), located by ``part_path``.
+
+    ``part_path`` is the IMAP BODYSTRUCTURE part number ("1", "2.1", ...): a single-part
+    message's body is "1"; the children of a multipart are numbered from 1 under their
+    parent's number. ``size`` is the decoded payload size in bytes.
+    """
+
+    filename: str | None
+    content_type: str
+    size: int
+    content_id: str | None
+    disposition: str | None
+    part_path: str
+
+
+@dataclass(slots=True)
+class ParsedMessage:
+    """Everything ingest needs from one raw RFC 5322 message."""
+
+    subject: str = ""
+    from_: list[Address] = field(default_factory=list)
+    sender: Address | None = None
+    to: list[Address] = field(default_factory=list)
+    cc: list[Address] = field(default_factory=list)
+    bcc: list[Address] = field(default_factory=list)
+    reply_to: list[Address] = field(default_factory=list)
+    date: datetime | None = None
+    message_id: str | None = None
+    in_reply_to: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    text_body: str = ""
+    html_body: str | None = None
+    sanitized_html: str | None = None
+    preview: str = ""
+    attachments: list[Attachment] = field(default_factory=list)
+    size: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def header(self, name: str) -> str | None:
+        """Return the decoded value of the first header called ``name`` (any case), or None."""
+        wanted = name.lower()
+        for key, value in self.headers:
+            if key.lower() == wanted:
+                return value
+        return None
+
+    def header_all(self, name: str) -> list[str]:
+        """Return the decoded values of every header called ``name`` (any case), in order."""
+        wanted = name.lower()
+        return [value for key, value in self.headers if key.lower() == wanted]

@@ -1,0 +1,60 @@
+"""Users and accounts: finding or creating the owner and the account of an import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from mailroom.errors import NotFoundError
+from mailroom.store.models import Account, User
+
+DEFAULT_OWNER = "me"
+
+
+def get_or_create_user(session: Session, name: str = DEFAULT_OWNER) -> User:
+    """The user called ``name``, created on first use (race-safe)."""
+    user = session.scalar(select(User).where(User.name == name))
+    if user is not None:
+        return user
+    try:
+        with session.begin_nested():
+            user = User(name=name)
+            session.add(user)
+    except IntegrityError:
+        user = session.scalars(select(User).where(User.name == name)).one()
+    return user
+
+
+def get_user(session: Session, name: str) -> User:
+    """The user called ``name`` or a NotFoundError in plain words."""
+    user = session.scalar(select(User).where(User.name == name))
+    if user is None:
+        raise NotFoundError(
+            f"There is no user called {name!r}; create it with `mailroom user add`."
+        )
+    return user
+
+
+def get_or_create_account(
+    session: Session, user: User, name: str, provider: str, settings: dict[str, Any] | None = None
+) -> Account:
+    """The account ``name`` of ``user``, created with ``provider`` on first use."""
+    account = session.scalar(
+        select(Account).where(Account.user_id == user.id, Account.name == name)
+    )
+    if account is not None:
+        return account
+    try:
+        with session.begin_nested():
+            account = Account(
+                user_id=user.id, name=name, provider=provider, settings=settings or {}
+            )
+            session.add(account)
+    except IntegrityError:
+        account = session.scalars(
+            select(Account).where(Account.user_id == user.id, Account.name == name)
+        ).one()
+    return account

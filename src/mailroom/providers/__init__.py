@@ -1,0 +1,1 @@
+"""Mail providers: IMAP, Gmail, Microsoft Graph and local files behind one interface."""

@@ -1,0 +1,136 @@
+"""Read models shared by the CLI and the web page: messages and threads as plain dicts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from mailroom.errors import NotFoundError
+from mailroom.store.models import Account, Label, Message, MessageBody, MessageLabel, Thread
+from mailroom.store.search import match_clause
+
+
+def _labels_of(session: Session, message_ids: Sequence[int]) -> dict[int, list[str]]:
+    labels: dict[int, list[str]] = defaultdict(list)
+    if message_ids:
+        rows = session.execute(
+            select(MessageLabel.message_id, Label.path)
+            .join(Label, Label.id == MessageLabel.label_id)
+            .where(MessageLabel.message_id.in_(message_ids))
+            .order_by(Label.path)
+        )
+        for message_id, path in rows:
+            labels[message_id].append(path)
+    return labels
+
+
+def search_ids(session: Session, user_id: int, query: str, limit: int = 100) -> list[int]:
+    """Ids of the user's messages matching a full-text query, newest first."""
+    dialect = session.get_bind().dialect.name
+    clause = match_clause(dialect, query)
+    if clause is None:
+        return []
+    condition, params = clause
+    rows = session.execute(
+        text(
+            f"SELECT messages.id FROM messages WHERE messages.user_id = :user AND {condition} "
+            "ORDER BY messages.received_at DESC, messages.id DESC LIMIT :limit"
+        ),
+        {"user": user_id, "limit": limit, **params},
+    )
+    return [row[0] for row in rows]
+
+
+def list_messages(
+    session: Session, user_id: int, *, limit: int | None = None, ids: Sequence[int] | None = None
+) -> list[dict[str, Any]]:
+    """The user's messages (or the given ids), newest first, as dicts for `mailroom list`."""
+    query = (
+        select(Message, Account.name)
+        .join(Account, Account.id == Message.account_id)
+        .where(Message.user_id == user_id)
+        .order_by(Message.received_at.desc(), Message.id.desc())
+    )
+    if ids is not None:
+        query = query.where(Message.id.in_(ids))
+    if limit is not None:
+        query = query.limit(limit)
+    rows = session.execute(query).all()
+    labels = _labels_of(session, [message.id for message, _ in rows])
+    return [
+        {
+            "id": message.id,
+            "account": account,
+            "message_id": message.message_id_header,
+            "thread_id": message.thread_id,
+            "subject": message.subject,
+            "from": message.from_email,
+            "from_name": message.from_name,
+            "received_at": message.received_at.isoformat(),
+            "category": message.category,
+            "labels": labels.get(message.id, []),
+            "seen": message.seen_at is not None,
+        }
+        for message, account in rows
+    ]
+
+
+def newest_threads(session: Session, user_id: int, limit: int = 50) -> list[dict[str, Any]]:
+    """The user's newest threads with their senders, for the plain web page."""
+    threads = session.scalars(
+        select(Thread)
+        .where(Thread.user_id == user_id, Thread.message_count > 0)
+        .order_by(Thread.last_message_at.desc(), Thread.id.desc())
+        .limit(limit)
+    ).all()
+    senders: dict[int, list[str]] = defaultdict(list)
+    if threads:
+        rows = session.execute(
+            select(Message.thread_id, Message.from_name, Message.from_email)
+            .where(Message.thread_id.in_([t.id for t in threads]))
+            .order_by(Message.received_at)
+        )
+        for thread_id, name, email in rows:
+            who = name or email
+            if who and who not in senders[thread_id]:
+                senders[thread_id].append(who)
+    return [
+        {
+            "id": thread.id,
+            "subject": thread.subject,
+            "message_count": thread.message_count,
+            "unread_count": thread.unread_count,
+            "last_message_at": thread.last_message_at,
+            "category": thread.category,
+            "senders": senders.get(thread.id, []),
+        }
+        for thread in threads
+    ]
+
+
+def message_detail(session: Session, user_id: int, message_id: int) -> dict[str, Any]:
+    """One message with bodies and parse notes; NotFoundError if not the user's."""
+    message = session.get(Message, message_id)
+    if message is None or message.user_id != user_id:
+        raise NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
+    body = session.get(MessageBody, message_id)
+    detail = list_messages(session, user_id, ids=[message_id])[0]
+    detail.update(
+        {
+            "to": message.recipients.get("to", []),
+            "cc": message.recipients.get("cc", []),
+            "preview": message.preview,
+            "text": body.text_body if body else "",
+            "sanitized_html": body.sanitized_html if body else None,
+            "attachments": body.attachments if body else [],
+            "parse_notes": message.parse_notes,
+            "thread_note": message.thread_note,
+            "category_stage": message.category_stage,
+            "category_signal": message.category_signal,
+        }
+    )
+    return detail

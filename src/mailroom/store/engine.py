@@ -1,0 +1,124 @@
+"""Opening the store: engine, migrations and the one ``session_scope``.
+
+``open_store(url)`` creates the SQLite directory if needed, brings the schema
+to the newest Alembic revision (schema changes happen only through
+migrations) and returns a :class:`Store`. Sessions are short: a worker opens
+one per unit of work and holds ids, not entity objects, across commits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from mailroom.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+
+class Store:
+    """A database holding mailroom's mail: an engine plus a session factory."""
+
+    def __init__(self, engine: Engine, data_dir: Path | None = None) -> None:
+        self.engine = engine
+        self.data_dir = data_dir
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session committed on success and rolled back on any exception."""
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        """Close all pooled connections."""
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def create_store_engine(url: str) -> Engine:
+    """An engine for ``url`` with mailroom's connection settings, or a StoreError."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(
+            f"The database URL {url!r} is not valid; use sqlite:///PATH or "
+            "postgresql+psycopg://USER@HOST/DB."
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise StoreError(
+            f"The database {backend!r} is not supported; use sqlite:///PATH or "
+            "postgresql+psycopg://USER@HOST/DB."
+        )
+    if backend == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:":
+            folder = Path(database).expanduser().parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"Cannot create the data directory {folder} ({exc.strerror}); "
+                    "choose another with MAILROOM_DATA_DIR or --data-dir."
+                ) from None
+    try:
+        if backend == "sqlite":
+            engine = create_engine(parsed, connect_args={"timeout": 30})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(parsed, pool_pre_ping=True)
+    except (NoSuchModuleError, ImportError):
+        raise StoreError(
+            f"No database driver for {parsed.drivername!r}; use postgresql+psycopg://."
+        ) from None
+    return engine
+
+
+def open_store(url: str, data_dir: Path | None = None, *, migrate: bool = True) -> Store:
+    """Open (and by default migrate) the store at ``url``; raises StoreError in plain words."""
+    engine = create_store_engine(url)
+    try:
+        with engine.connect():
+            pass
+    except OperationalError as exc:
+        engine.dispose()
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else "no answer"
+        raise StoreError(
+            f"Cannot connect to the database at {engine.url.render_as_string(hide_password=True)}"
+            f" ({reason}); check MAILROOM_DATABASE_URL or --database-url."
+        ) from None
+    store = Store(engine, data_dir)
+    if migrate:
+        from mailroom.store.migrate import upgrade
+
+        upgrade(store)
+    return store

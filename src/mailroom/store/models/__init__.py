@@ -1,0 +1,40 @@
+"""All tables of the store; import from here."""
+
+from mailroom.store.models.base import Base, UtcDateTime, utcnow
+from mailroom.store.models.changes import CHANGE_KINDS, Change
+from mailroom.store.models.labels import SYSTEM_ROLES, Folder, Label, LabelBinding
+from mailroom.store.models.messages import (
+    Blob,
+    Message,
+    MessageBody,
+    MessageLabel,
+    MessageLocation,
+    MessageRef,
+)
+from mailroom.store.models.sync import SkippedMessage, SyncState
+from mailroom.store.models.threads import Thread, ThreadLabel
+from mailroom.store.models.users import Account, User
+
+__all__ = [
+    "CHANGE_KINDS",
+    "SYSTEM_ROLES",
+    "Account",
+    "Base",
+    "Blob",
+    "Change",
+    "Folder",
+    "Label",
+    "LabelBinding",
+    "Message",
+    "MessageBody",
+    "MessageLabel",
+    "MessageLocation",
+    "MessageRef",
+    "SkippedMessage",
+    "SyncState",
+    "Thread",
+    "ThreadLabel",
+    "User",
+    "utcnow",
+    "UtcDateTime",
+]

@@ -1,0 +1,144 @@
+"""Messages, their bodies, raw bytes, labels, references and locations.
+
+Identity: a message is (account, provider message id), enforced by a unique
+constraint so overlapping batches and retries never insert it twice. Where a
+message lives at the provider (folder, UIDVALIDITY, UID) is a separate
+mapping, so a move or a UIDVALIDITY change re-locates a message instead of
+creating a second one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
+
+
+class Message(Base):
+    """One stored message: the searchable, listable facts of it."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("provider_id", "account_id"),
+        Index("ix_messages_user_id_received_at", "user_id", "received_at"),
+    )
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(
+        ForeignKey("accounts.id", ondelete="CASCADE"), index=True
+    )
+    provider_id: Mapped[str] = mapped_column(String(500))
+    provider_thread_id: Mapped[str | None] = mapped_column(String(500))
+    thread_id: Mapped[int | None] = mapped_column(
+        ForeignKey("threads.id", ondelete="SET NULL"), index=True
+    )
+    message_id_header: Mapped[str | None] = mapped_column(String(1000), index=True)
+    subject: Mapped[str] = mapped_column(Text, default="")
+    from_name: Mapped[str] = mapped_column(String(500), default="")
+    from_email: Mapped[str] = mapped_column(String(500), default="", index=True)
+    recipients: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    preview: Mapped[str] = mapped_column(String(300), default="")
+    has_attachment: Mapped[bool] = mapped_column(Boolean, default=False)
+    list_id: Mapped[str | None] = mapped_column(String(500))
+    category: Mapped[str | None] = mapped_column(String(20))
+    category_stage: Mapped[str | None] = mapped_column(String(40))
+    category_signal: Mapped[str | None] = mapped_column(String(500))
+    rule_category: Mapped[str | None] = mapped_column(String(20))
+    seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    raw_sha256: Mapped[str | None] = mapped_column(String(64))
+    parse_notes: Mapped[list[str]] = mapped_column(JSON, default=list)
+    thread_note: Mapped[str | None] = mapped_column(String(1000))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class MessageBody(Base):
+    """The bodies and headers of a message, kept apart so list queries stay narrow.
+
+    ``html_body`` is the raw HTML (structured data lives only there) and is
+    never rendered; pages render ``sanitized_html`` only.
+    """
+
+    __tablename__ = "message_bodies"
+
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    text_body: Mapped[str] = mapped_column(Text, default="")
+    html_body: Mapped[str | None] = mapped_column(Text)
+    sanitized_html: Mapped[str | None] = mapped_column(Text)
+    headers: Mapped[list[list[str]]] = mapped_column(JSON, default=list)
+    attachments: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+
+
+class Blob(Base):
+    """Raw RFC 5322 bytes, content-addressed by SHA-256, in the same transaction as the message."""
+
+    __tablename__ = "blobs"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class MessageLabel(Base):
+    """A label on a message; thread label union and counters follow by trigger."""
+
+    __tablename__ = "message_labels"
+
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    label_id: Mapped[int] = mapped_column(
+        ForeignKey("labels.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class MessageRef(Base):
+    """A Message-ID this message names in In-Reply-To or References (for threading)."""
+
+    __tablename__ = "message_refs"
+
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    ref: Mapped[str] = mapped_column(String(1000), primary_key=True, index=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class MessageLocation(Base):
+    """Where a message lives at the provider: folder, UIDVALIDITY and UID (or a file key)."""
+
+    __tablename__ = "message_locations"
+    __table_args__ = (
+        UniqueConstraint("folder_id", "uidvalidity", "uid"),
+        UniqueConstraint("folder_id", "provider_ref"),
+    )
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True)
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), index=True
+    )
+    folder_id: Mapped[int] = mapped_column(ForeignKey("folders.id", ondelete="CASCADE"))
+    uidvalidity: Mapped[int | None] = mapped_column(BigInteger)
+    uid: Mapped[int | None] = mapped_column(BigInteger)
+    provider_ref: Mapped[str | None] = mapped_column(String(1000))

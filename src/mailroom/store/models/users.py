@@ -1,0 +1,47 @@
+"""Users own accounts; accounts are the connections to mail providers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
+
+
+class User(Base):
+    """A person (or team login) that owns accounts, labels and threads."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class Account(Base):
+    """One connection to a mail provider (IMAP, Gmail, Graph, or local files).
+
+    Status is ``active``, ``auth_error`` or ``disconnected``; watch state is
+    ``idle``, ``watching`` or ``backoff:<ms>``.
+    """
+
+    __tablename__ = "accounts"
+    __table_args__ = (UniqueConstraint("user_id", "name"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    provider: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20), default="active")
+    status_reason: Mapped[str | None] = mapped_column(String(500))
+    watch_state: Mapped[str] = mapped_column(String(40), default="idle")
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    secret: Mapped[bytes | None] = mapped_column(LargeBinary)
+    import_total: Mapped[int] = mapped_column(Integer, default=0)
+    import_done: Mapped[int] = mapped_column(Integer, default=0)
+    import_finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

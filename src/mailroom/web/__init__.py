@@ -1,0 +1,1 @@
+"""The small server-rendered web page."""

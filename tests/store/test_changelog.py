@@ -1,0 +1,60 @@
+"""The change log: state tokens and folding changes for /changes."""
+
+from __future__ import annotations
+
+from mailroom.store import changelog
+from mailroom.store.engine import Store
+from tests.helpers import make_account
+
+
+def test_state_starts_at_zero_and_follows_records(store: Store) -> None:
+    """A user's state is "0" before any change and the newest sequence after."""
+    user_id, _, _ = make_account(store)
+    with store.session() as session:
+        assert changelog.current_state(session, user_id, "Email") == "0"
+        changelog.record(session, user_id, "Email", [1, 2], "created")
+        state = changelog.current_state(session, user_id, "Email")
+    assert int(state) > 0
+    with store.session() as session:
+        assert changelog.current_state(session, user_id, "Thread") == "0"
+
+
+def test_changes_fold_created_updated_destroyed(store: Store) -> None:
+    """Created-then-updated is created; created-then-destroyed vanishes; others as recorded."""
+    user_id, _, _ = make_account(store)
+    with store.session() as session:
+        changelog.record(session, user_id, "Email", [10], "updated")
+        since = int(changelog.current_state(session, user_id, "Email"))
+        changelog.record(session, user_id, "Email", [1, 2, 3], "created")
+        changelog.record(session, user_id, "Email", [1], "updated")
+        changelog.record(session, user_id, "Email", [2], "destroyed")
+        changelog.record(session, user_id, "Email", [10], "destroyed")
+        changelog.record(session, user_id, "Email", [11], "updated")
+        result = changelog.changes_since(session, user_id, "Email", since)
+        state = changelog.current_state(session, user_id, "Email")
+    assert sorted(result.created) == [1, 3]
+    assert result.updated == [11]
+    assert result.destroyed == [10]
+    assert result.new_state == state
+    assert not result.has_more
+
+
+def test_max_changes_pages_with_has_more(store: Store) -> None:
+    """maxChanges cuts the window and says there is more; following it reaches the end."""
+    user_id, _, _ = make_account(store)
+    with store.session() as session:
+        changelog.record(session, user_id, "Thread", range(1, 6), "updated")
+        first = changelog.changes_since(session, user_id, "Thread", 0, max_changes=3)
+        second = changelog.changes_since(session, user_id, "Thread", int(first.new_state), 3)
+    assert first.has_more and first.updated == [1, 2, 3]
+    assert not second.has_more and second.updated == [4, 5]
+
+
+def test_users_have_separate_states(store: Store) -> None:
+    """One user's changes never move another user's state."""
+    alice, _, _ = make_account(store, owner="alice")
+    bob, _, _ = make_account(store, owner="bob")
+    with store.session() as session:
+        changelog.record(session, alice, "Email", [1], "created")
+        assert changelog.current_state(session, bob, "Email") == "0"
+        assert changelog.changes_since(session, bob, "Email", 0).created == []
