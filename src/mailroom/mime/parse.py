@@ -182,7 +182,7 @@ def _addresses(headers: _Headers, name: str, notes: list[str]) -> list[Address]:
     if value is None:
         return []
     found = parse_address_list(value)
-    if not found and value.strip():
+    if not found and "@" in value:  # an empty group or "<>" is legitimate, not a defect
         shown = " ".join(value.split())[:80]
         notes.append(f"{name}: no usable address in {shown!r}")
     return found
@@ -229,6 +229,10 @@ def _fill_body(result: ParsedMessage, msg: Message) -> None:
         text = part_text(part, notes)
         texts.append(html_to_text(text) if part.ctype == "text/html" else text)
     result.text_body = "\n".join(t for t in texts if t)
+    html_texts = [p for p in html_parts if p.ctype == "text/html"]
+    if not result.text_body.strip() and html_texts:
+        # a blank text/plain alternative (common in bulk mail): derive the text from the HTML
+        result.text_body = "\n".join(html_to_text(part_text(p, notes)) for p in html_texts)
 
     if any(p.ctype == "text/html" for p in html_parts):
         chunks: list[str] = []

@@ -40,6 +40,8 @@ _TEXT_TYPES = ("text/plain", "text/html")
 _INLINE_MEDIA = ("image/", "audio/", "video/")
 _FILENAME_JUNK_RE = re.compile(r"[\x00-\x1f\x7f]+")
 _CTE_RE = re.compile(r"[^\s;]+")
+_TOKEN = r"[A-Za-z0-9!#$%&'*+.^_`{|}~-]+"
+_CTYPE_RE = re.compile(rf"\s*[\"']?({_TOKEN})\s*/\s*({_TOKEN})")
 
 
 @dataclass(slots=True, eq=False)
@@ -81,11 +83,10 @@ def _mime_headers(msg: Message) -> dict[str, str]:
 def _content_type(msg: Message, value: str | None) -> str:
     if value is None:
         return msg.get_default_type()
-    ctype = value.split(";", 1)[0].strip().strip("\"'").lower()
-    ctype = "".join(ctype.split())
-    if ctype.count("/") != 1 or ctype.startswith("/") or ctype.endswith("/"):
-        return "text/plain"
-    return ctype
+    m = _CTYPE_RE.match(value)
+    if m is None:
+        return "text/plain"  # RFC 2045 section 5.2: an invalid Content-Type means text/plain
+    return f"{m.group(1)}/{m.group(2)}".lower()
 
 
 def _disposition(value: str | None) -> str | None:

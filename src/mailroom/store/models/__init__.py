@@ -11,12 +11,18 @@ from mailroom.store.models.messages import (
     MessageLocation,
     MessageRef,
 )
+from mailroom.store.models.outbox import OUTBOX_STATES, OutboxEntry
+from mailroom.store.models.rules import Contact, Rule
 from mailroom.store.models.sync import SkippedMessage, SyncState
 from mailroom.store.models.threads import Thread, ThreadLabel
 from mailroom.store.models.users import Account, User
 
 __all__ = [
     "CHANGE_KINDS",
+    "OUTBOX_STATES",
+    "Contact",
+    "OutboxEntry",
+    "Rule",
     "SYSTEM_ROLES",
     "Account",
     "Base",

@@ -3,6 +3,8 @@
 ``message_count``, ``unread_count`` and the ``thread_labels`` rows are kept by
 database triggers (see the first migration), so every write path — ORM, raw
 SQL, cascading deletes, messages moving between threads — keeps them right.
+``in_trash`` ("binned": Trash and no message outside Trash) is kept by
+triggers too.
 The other columns are derived by ``conversations.refresh`` after a batch.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -32,6 +34,7 @@ class Thread(Base):
     category: Mapped[str | None] = mapped_column(String(20))
     category_pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     snoozed_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    in_trash: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Integer, LargeBinary, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -19,6 +19,7 @@ class User(Base):
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(500))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default=text("'{}'"))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 

@@ -1,0 +1,40 @@
+"""The propagation outbox: label changes waiting to be carried to the provider.
+
+Written in the same transaction as the operation that caused it. A row is
+``pending`` until the provider acknowledged it (``done``) or gave up
+(``failed`` after its attempts). While a row for a message is pending, a
+sync that reads the older provider state must not revert the local change.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
+
+OUTBOX_STATES = ("pending", "done", "failed")
+
+
+class OutboxEntry(Base):
+    """One change of one message for one account's provider."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_state_next_attempt_at", "state", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), index=True
+    )
+    operation: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    state: Mapped[str] = mapped_column(String(10), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    next_attempt_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    done_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
