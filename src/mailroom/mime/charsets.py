@@ -79,6 +79,7 @@ _ALIASES: dict[str, str] = {
     "x-gbk": "gb18030", "cp936": "gb18030", "ms936": "gb18030", "windows-936": "gb18030",
     "euc-cn": "gb18030", "x-euc-cn": "gb18030", "csgb2312": "gb18030", "chinese": "gb18030",
     "iso-ir-58": "gb18030", "csiso58gb231280": "gb18030", "gb18030": "gb18030",
+    "gb2312_charset": "gb18030", "x-gb2312": "gb18030", "chinesebig5": "big5hkscs",
     "big5": "big5hkscs", "big-5": "big5hkscs", "x-x-big5": "big5hkscs", "csbig5": "big5hkscs",
     "cn-big5": "big5hkscs", "big5-hkscs": "big5hkscs", "cp950": "big5hkscs",
     # Korean: KS C 5601 / EUC-KR are subsets of CP949 (Unified Hangul Code).

@@ -27,9 +27,11 @@ class OutboxEntry(Base):
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    message_id: Mapped[int] = mapped_column(
-        ForeignKey("messages.id", ondelete="CASCADE"), index=True
+    # Kept (set to NULL) when the message is deleted forever: the delete itself must propagate.
+    message_id: Mapped[int | None] = mapped_column(
+        ForeignKey("messages.id", ondelete="SET NULL"), index=True
     )
+    provider_id: Mapped[str] = mapped_column(String(500))
     operation: Mapped[str] = mapped_column(String(40))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     state: Mapped[str] = mapped_column(String(10), default="pending")

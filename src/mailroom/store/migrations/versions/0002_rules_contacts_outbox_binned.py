@@ -88,8 +88,9 @@ def upgrade() -> None:
             "account_id", ID, sa.ForeignKey("accounts.id", ondelete="CASCADE"), nullable=False
         ),
         sa.Column(
-            "message_id", ID, sa.ForeignKey("messages.id", ondelete="CASCADE"), nullable=False
+            "message_id", ID, sa.ForeignKey("messages.id", ondelete="SET NULL"), nullable=True
         ),
+        sa.Column("provider_id", sa.String(500), nullable=False),
         sa.Column("operation", sa.String(40), nullable=False),
         sa.Column("payload", sa.JSON(), nullable=False),
         sa.Column("state", sa.String(10), nullable=False),

@@ -1,0 +1,1 @@
+"""Tests for mailroom.mime: parsing raw messages, charsets, headers, sanitizing, previews."""
