@@ -10,7 +10,8 @@ How the slice is chosen (see samples/README.md for the resulting numbers):
    *complete* when every id any of its messages references is in the corpus.  Only threads
    whose messages are all <= 20 kB are used.
 2. The 3 largest complete threads, then further complete threads in a fixed pseudo-random
-   order (by the smallest corpus MD5 of their messages) until at least 330 threaded messages.
+   order (by the smallest corpus MD5 of their messages) until at least 330 threaded messages,
+   skipping threads that would take one mailing list beyond 110 messages.
 3. 6 incomplete threads (their root or some parents are missing from the corpus) of 2-6
    messages, for "missing parent" handling.
 4. 30 easy-ham messages that link to nothing (some still say "Re:"), 15 hard-ham messages
@@ -67,6 +68,7 @@ corpus = _load_corpus_module()
 THREAD_MAX_MESSAGE_SIZE = 20_000
 SHOWCASE_THREADS = 3
 TARGET_THREADED_MESSAGES = 330
+PER_LIST_CAP = 110  # threaded messages per mailing list (the 3 largest threads aside)
 INCOMPLETE_THREADS = 6
 INCOMPLETE_THREAD_SIZES = range(2, 7)
 SINGLETONS = 30
@@ -168,6 +170,12 @@ def components(infos: list[Info]) -> list[list[Info]]:
     return sorted(result, key=lambda g: min(i.md5 for i in g))
 
 
+def _list_of(group: list[Info]) -> str:
+    """The most common List-Id of a thread ("" when none)."""
+    ids = Counter(re.sub(r"\s+", " ", i.list_id).strip() for i in group)
+    return min(ids.items(), key=lambda item: (-item[1], item[0]))[0]
+
+
 def select(infos: list[Info]) -> Selection:
     selection = Selection()
     easy = [i for i in infos if i.message.part in ("easy-ham-1", "easy-ham-2")]
@@ -187,13 +195,15 @@ def select(infos: list[Info]) -> Selection:
         complete_threads, key=lambda t: (-len(t), min(i.md5 for i in t))
     )[:SHOWCASE_THREADS]
     threaded = sum(map(len, picked))
+    per_list: Counter[str] = Counter(_list_of(t) for t in picked for _ in t)
     for thread in complete_threads:
         if threaded >= TARGET_THREADED_MESSAGES:
             break
-        if thread in picked:
+        if thread in picked or per_list[_list_of(thread)] + len(thread) > PER_LIST_CAP:
             continue
         picked.append(thread)
         threaded += len(thread)
+        per_list[_list_of(thread)] += len(thread)
     incomplete = [
         t for t in threads if small(t) and not complete(t) and len(t) in INCOMPLETE_THREAD_SIZES
     ][:INCOMPLETE_THREADS]

@@ -104,7 +104,7 @@ def test_non_charset_codecs_are_treated_as_unknown(label: str) -> None:
 
 def test_wrong_multibyte_charset_keeps_text_with_replacements() -> None:
     """Invalid bytes for a known multi-byte charset are replaced rather than misdecoded."""
-    data = "日本語".encode("cp932") + b"\xff\xfe"
+    data = "日本語".encode("cp932") + b"\x81"
     text, note = decode_bytes(data, "shift_jis")
     assert text.startswith("日本語")
     assert note is not None

@@ -60,12 +60,17 @@ _SIMPLE_RE = re.compile(
     re.VERBOSE,
 )
 _QUOTED_PAIR_RE = re.compile(r"\\(.)", re.DOTALL)
+_QUOTED_LOCAL_RE = re.compile(r'\s*<?\s*("(?:[^"\\]|\\.)*")(\s*@[^>]*)>?\s*$', re.DOTALL)
 
 
 def normalize_email(value: str) -> str:
     """Clean an addr-spec: strip whitespace, ``mailto:`` and source routes; lower-case domain."""
     # whitespace is junk (folding), except inside a quoted local part
-    email = value.strip().strip("<>").strip() if '"' in value else _WS_RE.sub("", value).strip("<>")
+    m = _QUOTED_LOCAL_RE.match(value)
+    if m is not None:
+        email = m.group(1) + _WS_RE.sub("", m.group(2))
+    else:
+        email = _WS_RE.sub("", value).strip("<>")
     if email[:7].lower() == "mailto:":
         email = email[7:]
     if email.startswith("@") and ":" in email:  # obsolete source route "@a,@b:user@host"

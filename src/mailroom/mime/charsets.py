@@ -29,8 +29,9 @@ Fallback order (:func:`decode_bytes`), the documented contract:
     5. An unknown label: UTF-8 (strict), then Windows-1252 (strict), then ISO-8859-1.
 
     Raw 8-bit header bytes (no label) follow rule 1: UTF-8, then Windows-1252, then ISO-8859-1.
-    Every step past the first one yields a plain-English note; rule 1 on pure ASCII data and
-    successful first steps yield none.
+    Every step past the first one yields a plain-English note. Pure ASCII data is decoded as
+    ASCII without a note under any label except stateful or non-ASCII-based codecs (UTF-7,
+    UTF-16/32, ISO-2022-*, HZ, EBCDIC), which always go through their codec.
 
 Invariants:
     * :func:`decode_bytes` never raises, for any ``bytes`` and any label.
@@ -132,7 +133,10 @@ def _normalize_label(label: str) -> str:
 
 @lru_cache(maxsize=1024)
 def _classify(label: str) -> tuple[str, str | None, bool]:
-    """Return (kind, python codec name or None, codec is ASCII-compatible) for a raw label."""
+    """Return (kind, python codec name or None, ASCII data may be decoded as ASCII) for a label.
+
+    Unknown labels count as ASCII-compatible: their fallback (UTF-8) reads ASCII as ASCII.
+    """
     norm = _normalize_label(label)
     if not norm or norm in _ASCII_LABELS:
         return KIND_ASCII, "ascii", True
@@ -141,7 +145,7 @@ def _classify(label: str) -> tuple[str, str | None, bool]:
     if norm in _UTF8_LABELS:
         return KIND_UTF8, "utf-8", True
     if len(norm) > _MAX_LABEL:
-        return KIND_UNKNOWN, None, False
+        return KIND_UNKNOWN, None, True
     codec_name = _ALIASES.get(norm)
     if codec_name is None:
         m = _WINDOWS_RE.match(norm)
@@ -152,9 +156,9 @@ def _classify(label: str) -> tuple[str, str | None, bool]:
     try:
         info = codecs.lookup(codec_name or norm)
     except Exception:  # LookupError, ValueError on NUL, anything odd
-        return KIND_UNKNOWN, None, False
+        return KIND_UNKNOWN, None, True
     if not getattr(info, "_is_text_encoding", True) or info.name in _REJECTED_CODECS:
-        return KIND_UNKNOWN, None, False
+        return KIND_UNKNOWN, None, True
     if info.name == "utf-8":
         return KIND_UTF8, "utf-8", True
     if info.name in ("ascii",):
@@ -162,7 +166,9 @@ def _classify(label: str) -> tuple[str, str | None, bool]:
     if info.name in ("iso8859-1", "latin-1", "cp1252"):
         return KIND_LATIN1, "cp1252", True
     try:
-        ascii_ok = _ASCII_PROBE.decode(info.name) == _ASCII_PROBE_TEXT
+        # stateful 7-bit codecs (ISO-2022-*, HZ) give ASCII bytes another meaning
+        stateful = "2022" in info.name or info.name.startswith("hz")
+        ascii_ok = not stateful and _ASCII_PROBE.decode(info.name) == _ASCII_PROBE_TEXT
     except Exception:
         ascii_ok = False
     return KIND_OTHER, info.name, ascii_ok

@@ -15,7 +15,7 @@ from mailroom.store.models.outbox import OUTBOX_STATES, OutboxEntry
 from mailroom.store.models.rules import Contact, Rule
 from mailroom.store.models.sync import SkippedMessage, SyncState
 from mailroom.store.models.threads import Thread, ThreadLabel
-from mailroom.store.models.users import Account, User
+from mailroom.store.models.users import Account, ApiToken, User
 
 __all__ = [
     "CHANGE_KINDS",
@@ -25,6 +25,7 @@ __all__ = [
     "Rule",
     "SYSTEM_ROLES",
     "Account",
+    "ApiToken",
     "Base",
     "Blob",
     "Change",

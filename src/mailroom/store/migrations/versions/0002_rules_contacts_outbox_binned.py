@@ -1,4 +1,4 @@
-"""rules, contacts, the propagation outbox, user settings and the binned flag
+"""rules, contacts, the propagation outbox, API tokens, user settings, the binned flag
 
 ``threads.in_trash`` ("binned": the thread has Trash and no message outside
 Trash) is kept by triggers on ``thread_labels`` and on the thread's message
@@ -102,6 +102,16 @@ def upgrade() -> None:
     )
     op.create_index(op.f("ix_outbox_message_id"), "outbox", ["message_id"])
     op.create_index("ix_outbox_state_next_attempt_at", "outbox", ["state", "next_attempt_at"])
+    op.create_table(
+        "api_tokens",
+        sa.Column("id", ID, primary_key=True),
+        sa.Column("user_id", ID, sa.ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("token_sha256", sa.String(64), nullable=False, unique=True),
+        sa.Column("name", sa.String(200), nullable=False),
+        sa.Column("created_at", STAMP, nullable=False),
+        sa.Column("last_used_at", STAMP, nullable=True),
+    )
+    op.create_index(op.f("ix_api_tokens_user_id"), "api_tokens", ["user_id"])
     op.add_column(
         "threads", sa.Column("in_trash", sa.Boolean(), server_default=sa.false(), nullable=False)
     )
@@ -122,6 +132,7 @@ def downgrade() -> None:
     # Plain DROP COLUMN (SQLite >= 3.35): a batch table copy would break the triggers.
     op.drop_column("users", "settings")
     op.drop_column("threads", "in_trash")
+    op.drop_table("api_tokens")
     op.drop_table("outbox")
     op.drop_table("rules")
     op.drop_table("contacts")
