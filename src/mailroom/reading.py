@@ -29,7 +29,7 @@ def _labels_of(session: Session, message_ids: Sequence[int]) -> dict[int, list[s
 
 
 def search_ids(session: Session, user_id: int, query: str, limit: int = 100) -> list[int]:
-    """Ids of the user's messages matching a full-text query, newest first."""
+    """Ids of the user's messages matching a full-text query, newest first (binned excluded)."""
     dialect = session.get_bind().dialect.name
     clause = match_clause(dialect, query)
     if clause is None:
@@ -37,7 +37,9 @@ def search_ids(session: Session, user_id: int, query: str, limit: int = 100) -> 
     condition, params = clause
     rows = session.execute(
         text(
-            f"SELECT messages.id FROM messages WHERE messages.user_id = :user AND {condition} "
+            "SELECT messages.id FROM messages LEFT JOIN threads ON threads.id = messages.thread_id "
+            f"WHERE messages.user_id = :user AND {condition} "
+            "AND (threads.in_trash IS NULL OR NOT threads.in_trash) "
             "ORDER BY messages.received_at DESC, messages.id DESC LIMIT :limit"
         ),
         {"user": user_id, "limit": limit, **params},
@@ -80,10 +82,10 @@ def list_messages(
 
 
 def newest_threads(session: Session, user_id: int, limit: int = 50) -> list[dict[str, Any]]:
-    """The user's newest threads with their senders, for the plain web page."""
+    """The user's newest threads (binned ones left out) with their senders, for the web page."""
     threads = session.scalars(
         select(Thread)
-        .where(Thread.user_id == user_id, Thread.message_count > 0)
+        .where(Thread.user_id == user_id, Thread.message_count > 0, Thread.in_trash.is_(False))
         .order_by(Thread.last_message_at.desc(), Thread.id.desc())
         .limit(limit)
     ).all()

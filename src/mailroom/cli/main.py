@@ -11,6 +11,7 @@ from mailroom import __version__
 from mailroom.cli.context import AppContext, setup_logging
 from mailroom.cli.imports import import_command
 from mailroom.cli.inspect import explain_command, list_command, search_command, show_command
+from mailroom.cli.labels import COMMANDS as LABEL_COMMANDS
 from mailroom.cli.serve import serve_command
 from mailroom.errors import MailroomError
 
@@ -43,6 +44,8 @@ cli.add_command(search_command)
 cli.add_command(show_command)
 cli.add_command(explain_command)
 cli.add_command(serve_command)
+for _command in LABEL_COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -24,7 +24,9 @@ delete_forever remove the message; the outbox keeps the provider id
 
 Invariant: a message always keeps at least one *location* label (Inbox,
 Archive, Spam, Trash, Sent, Drafts, or a label bound to a provider folder of
-its account); an operation that would leave none adds Archive.
+its account). Archive is the fallback location: an operation that would leave
+none adds it, and it is dropped as soon as another location is present.
+Snoozed has no provider folder, so a snoozed message lives in Archive.
 Every operation is idempotent: repeating it changes nothing and logs nothing.
 """
 
@@ -282,7 +284,7 @@ class Operations:
         return labels
 
     def _keep_location(self, ids: Sequence[int]) -> None:
-        """Give Archive to any message left without a location label."""
+        """Archive is the fallback location: given when no other is left, dropped beside one."""
         location_labels = {self.role(role) for role in LOCATION_ROLES}
         folder_labels = set(
             self.session.scalars(
@@ -291,14 +293,24 @@ class Operations:
                 .where(Message.id.in_(ids), Folder.label_id.is_not(None))
             )
         )
+        archive = self.role("archive")
+        others = (location_labels | folder_labels) - {archive}
         labels = self._labels_of(ids)
-        homeless = [
-            mid for mid in ids if not labels.get(mid, set()) & (location_labels | folder_labels)
+        homeless = [mid for mid in ids if not labels.get(mid, set()) & (others | {archive})]
+        doubled = [
+            mid
+            for mid in ids
+            if archive in labels.get(mid, set()) and labels.get(mid, set()) & others
         ]
         if homeless:
-            archive = self.role("archive")
             self.session.execute(
                 insert(MessageLabel), [{"message_id": m, "label_id": archive} for m in homeless]
+            )
+        if doubled:
+            self.session.execute(
+                delete(MessageLabel).where(
+                    MessageLabel.message_id.in_(doubled), MessageLabel.label_id == archive
+                )
             )
 
     def _after(
