@@ -98,3 +98,15 @@ def test_missing_and_unknown_paths_say_so(tmp_path: Path) -> None:
     other.write_bytes(b"\x00\x01")
     with pytest.raises(SourceError, match="not an mbox"):
         open_source(other)
+
+
+def test_maildir_flags_mark_read_and_starred(store: Store, tmp_path: Path) -> None:
+    """Maildir flag F stars a message, S marks it read, new/ means unread."""
+    root = write_maildir(tmp_path / "mail", {})
+    (root / "cur" / "1:2,FS").write_bytes(make_message("flagged@x"))
+    (root / "new" / "2").write_bytes(make_message("fresh@x"))
+    import_path(store, root)
+    with store.session() as session:
+        rows = {r["message_id"]: r for r in list_messages(session, 1)}
+    assert rows["flagged@x"]["labels"] == ["Inbox", "Starred"] and rows["flagged@x"]["seen"]
+    assert rows["fresh@x"]["labels"] == ["Inbox"] and not rows["fresh@x"]["seen"]

@@ -50,7 +50,11 @@ Facts about Dovecot (2.3.19, Debian 12) that shaped this module, learnt the hard
   documented switch is ``unix_listener anvil-auth-penalty { mode = 0 }`` in ``service
   anvil``.  With ``auth_failure_delay = 0`` a failure still takes about 0.5 s.
 * Login processes are chrooted into ``base_dir/login`` by default; that only works as root,
-  so the chroots are switched off when running as a normal user.
+  so the chroots are switched off when running as a normal user.  Some unix sockets (stats,
+  dict, imap-hibernate) are chown'ed to ``default_internal_group`` (``dovecot``), which a
+  normal user may not do either: it is set to the user's own group then.
+* Maildir files written by Dovecot (APPEND, COPY) have bare LF line ends; IMAP FETCH adds
+  the CRs back.  Files dropped in by ``deliver()`` are served as they are (CRLF or LF).
 * SIGTERM to the master makes it exit after about a second, but despite
   ``shutdown_clients = yes`` an open imap session (and the log and stats processes serving
   it) kept running for another ~10 s, until it noticed the master was gone.  The master and
@@ -341,6 +345,8 @@ class DovecotServer:
     def render_config(self) -> str:
         """The complete dovecot.conf for the current port and paths."""
         login_chroot = "" if self.is_root else "  chroot =\n"
+        # As a normal user the unix sockets can only be given our own group.
+        internal_group = "" if self.is_root else f"default_internal_group = {self.mail_group}\n"
         mailboxes = "".join(
             f"  mailbox {name} {{\n    special_use = {flag}\n    auto = subscribe\n  }}\n"
             for name, flag in SPECIAL_USE_MAILBOXES.items()
@@ -364,7 +370,7 @@ auth_failure_delay = 0
 
 default_internal_user = {self.internal_user}
 default_login_user = {self.login_user}
-mail_uid = {self.mail_uid}
+{internal_group}mail_uid = {self.mail_uid}
 mail_gid = {self.mail_gid}
 first_valid_uid = {self.mail_uid}
 first_valid_gid = {self.mail_gid}
@@ -513,7 +519,7 @@ service imap-urlauth-login {{
             with contextlib.suppress(OSError):
                 shutil.copyfile(self.log_path, self.tmp_path / "dovecot.log")
         link = self.tmp_path / "dovecot"
-        if link.is_symlink():
+        if link.is_symlink() and Path(os.readlink(link)) == self.home:
             with contextlib.suppress(OSError):
                 link.unlink()
         self._finalizer()

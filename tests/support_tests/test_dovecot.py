@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,11 +14,7 @@ from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
 
 # The repository root must be importable as "tests.support" whatever pytest's rootdir setup.
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from tests.support.dovecot import (  # noqa: E402
+from tests.support.dovecot import (
     SPECIAL_USE_MAILBOXES,
     DovecotServer,
     DovecotUnavailableError,

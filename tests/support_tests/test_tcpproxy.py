@@ -5,21 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientAbortError
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from tests.support.dovecot import DovecotServer, find_dovecot  # noqa: E402
-from tests.support.tcpproxy import FaultyProxy  # noqa: E402
+from tests.support.dovecot import DovecotServer, find_dovecot
+from tests.support.tcpproxy import FaultyProxy
 
 PAYLOAD = bytes(range(256)) * 400  # 102,400 bytes
 

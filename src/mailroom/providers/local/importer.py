@@ -75,7 +75,7 @@ def import_path(
         acct = get_or_create_account(
             session, user, account, "local", {"path": str(path.expanduser().resolve())}
         )
-        ensure_system_labels(session, user.id)
+        starred = ensure_system_labels(session, user.id)["starred"]
         user_id, account_id = user.id, acct.id
     folders: dict[tuple[str, ...], tuple[int, int]] = {}
     for chunk in _batches(source.messages(), batch_size):
@@ -92,7 +92,7 @@ def import_path(
                     IncomingMessage(
                         provider_id=message.provider_id,
                         raw=message.raw,
-                        label_ids=[label_id],
+                        label_ids=[label_id, starred] if message.flagged else [label_id],
                         locations=[Location(folder_id, provider_ref=message.key)],
                         fallback_time=message.mtime,
                         seen=message.seen,

@@ -32,6 +32,7 @@ class LocalMessage:
     seen: bool
     mtime: datetime | None
     error: str | None = None
+    flagged: bool = False
 
     @property
     def provider_id(self) -> str:
@@ -63,16 +64,21 @@ def _mtime(path: Path) -> datetime | None:
         return None
 
 
-def _read(path: Path, folder: tuple[str, ...], key: str, seen: bool) -> LocalMessage:
+def _read(
+    path: Path, folder: tuple[str, ...], key: str, seen: bool, flagged: bool = False
+) -> LocalMessage:
     try:
         raw = path.read_bytes()
     except OSError as exc:
         return LocalMessage(folder, key, None, seen, None, f"cannot read {path}: {exc.strerror}")
-    return LocalMessage(folder, key, raw, seen, _mtime(path))
+    return LocalMessage(folder, key, raw, seen, _mtime(path), flagged=flagged)
 
 
 class MaildirSource(LocalSource):
-    """A Maildir; ``.Name.Sub`` sub-folders (Maildir++) become labels ``Name/Sub``."""
+    """A Maildir; ``.Name.Sub`` sub-folders (Maildir++) become labels ``Name/Sub``.
+
+    Flags of messages in ``cur/``: ``S`` = read, ``F`` = starred.
+    """
 
     kind = "maildir"
 
@@ -84,7 +90,7 @@ class MaildirSource(LocalSource):
                 folders.append((parts, child))
         return folders
 
-    def _files(self) -> Iterator[tuple[tuple[str, ...], Path, bool]]:
+    def _files(self) -> Iterator[tuple[tuple[str, ...], Path, str]]:
         for folder, root in self._folders():
             for sub in ("cur", "new"):
                 directory = root / sub
@@ -95,16 +101,16 @@ class MaildirSource(LocalSource):
                 for name in names:
                     if name.startswith("."):
                         continue
-                    flags = name.rpartition(":2,")[2] if ":2," in name else ""
-                    yield folder, directory / name, sub == "cur" and "S" in flags
+                    flags = name.rpartition(":2,")[2] if ":2," in name and sub == "cur" else ""
+                    yield folder, directory / name, flags
 
     def count(self) -> int:
         return sum(1 for _ in self._files())
 
     def messages(self) -> Iterator[LocalMessage]:
-        for folder, path, seen in self._files():
+        for folder, path, flags in self._files():
             key = path.name.partition(":")[0]
-            yield _read(path, folder, key, seen)
+            yield _read(path, folder, key, "S" in flags, flagged="F" in flags)
 
 
 class EmlDirectorySource(LocalSource):
