@@ -98,12 +98,14 @@ class _Builder:
         self.out: list[Address] = []
 
     def reset(self) -> None:
+        """Forget the mailbox being collected."""
         self.words = []
         self.quoted = []
         self.comments = []
         self.angle = None
 
     def flush(self) -> None:
+        """Turn the collected words, comments and angle-addr into an Address, if any."""
         words, quoted, comments, angle = self.words, self.quoted, self.comments, self.angle
         self.reset()
         if angle is not None:

@@ -45,8 +45,9 @@ import codecs
 import re
 from functools import lru_cache
 
-__all__ = ["decode_bytes", "resolve_charset", "clean_text"]
+__all__ = ["clean_text", "decode_bytes", "decode_unlabelled", "resolve_charset"]
 
+# fmt: off
 # Labels whose first choice is "plain ASCII, but 8-bit data means someone lied".
 _ASCII_LABELS = frozenset(
     {
@@ -112,6 +113,7 @@ _ALIASES: dict[str, str] = {
 _REJECTED_CODECS = frozenset(
     {"unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined", "mbcs", "oem"}
 )
+# fmt: on
 
 _WINDOWS_RE = re.compile(r"^(?:x-)?(?:windows|win|cp|ms)[-_ ]?(125[0-8]|874|9[3-5][0-9])$")
 _LANG_SUFFIX_RE = re.compile(r"\*.*$")
@@ -208,6 +210,16 @@ def _utf8_or_single_byte(data: bytes) -> tuple[str, str]:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         return _single_byte(data)
+
+
+def decode_unlabelled(data: bytes) -> tuple[str, str]:
+    """Decode 8-bit bytes that carry no charset label (e.g. raw header bytes), never raising.
+
+    Tries UTF-8, then Windows-1252, then ISO-8859-1; returns ``(text, codec used)`` where the
+    codec is ``"utf-8"``, ``"windows-1252"`` or ``"iso-8859-1"``. U+0000 is removed.
+    """
+    text, used = _utf8_or_single_byte(data)
+    return text.replace("\x00", ""), used
 
 
 def _has_utf8_multibyte(text_with_replacements: str) -> bool:

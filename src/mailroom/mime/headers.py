@@ -21,7 +21,7 @@ from __future__ import annotations
 import binascii
 import re
 
-from mailroom.mime.charsets import clean_text, decode_bytes
+from mailroom.mime.charsets import clean_text, decode_bytes, decode_unlabelled
 
 __all__ = [
     "MAX_HEADER_VALUE",
@@ -79,6 +79,7 @@ def decode_encoded_words(value: str, notes: list[str] | None = None, where: str 
     pend: list[bytes] = []
 
     def flush() -> None:
+        """Decode the pending run of same-charset encoded words."""
         nonlocal pend_cs
         if pend_cs is not None:
             text, note = decode_bytes(b"".join(pend), pend_cs)
@@ -118,12 +119,9 @@ def raw_header_text(raw: str) -> tuple[str, str | None]:
             data = raw.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:
             data = raw.encode("utf-8", "replace")
-        text, note = decode_bytes(data, None)
-        if note is not None and "utf-8" in note:
-            note = None  # UTF-8 in headers is legitimate (RFC 6532)
-        elif note is not None:
-            note = "raw 8-bit bytes " + note.split(", ", 1)[-1]
-        raw = text
+        raw, used = decode_unlabelled(data)
+        if used != "utf-8":  # UTF-8 in headers is legitimate (RFC 6532); anything else is not
+            note = f"raw 8-bit bytes decoded as {used}"
     if "\r" in raw or "\n" in raw or "\x00" in raw:
         raw = raw.replace("\r\n", "").replace("\n", "").replace("\r", "").replace("\x00", "")
     return raw, note

@@ -213,10 +213,20 @@ def _fill_headers(result: ParsedMessage, headers: _Headers, received_at: datetim
 
 
 def _defect_notes(root: Part, notes: list[str]) -> None:
+    """One note per kind of defect the stdlib parser recorded, naming (some of) the parts."""
+    where: dict[str, list[str]] = {}
     for part in iter_parts(root):
         for defect in getattr(part.msg, "defects", ()):
             doc = (type(defect).__doc__ or type(defect).__name__).strip().splitlines()[0]
-            notes.append(f"{part.where}{doc.rstrip('.')}")
+            paths = where.setdefault(doc.rstrip("."), [])
+            name = f"part {part.path}" if part.path else "message"
+            if name not in paths:
+                paths.append(name)
+    for doc, paths in where.items():
+        shown = ", ".join(paths[:3])
+        if len(paths) > 3:
+            shown += f" and {len(paths) - 3} more parts"
+        notes.append(f"{shown}: {doc}")
 
 
 def _fill_body(result: ParsedMessage, msg: Message) -> None:
@@ -298,7 +308,7 @@ def _parse_headers_only(
     result = ParsedMessage(size=len(data), notes=notes)
     msg = _PARSER.parsebytes(data, headersonly=True)
     _fill_headers(result, _Headers(msg, notes), received_at)
-    payload = msg.get_payload()
+    payload = getattr(msg, "_payload", None)  # raw: get_payload() decodes 8-bit with "replace"
     if isinstance(payload, str):
         body = payload.encode("ascii", "surrogateescape")
         text, note = decode_bytes(body, None)

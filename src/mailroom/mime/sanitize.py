@@ -41,6 +41,7 @@ import nh3
 
 __all__ = ["sanitize_html", "ALLOWED_TAGS", "STYLE_PROPERTIES"]
 
+# fmt: off
 ALLOWED_TAGS: frozenset[str] = frozenset(
     {
         "a", "abbr", "acronym", "address", "article", "aside", "b", "bdi", "bdo", "big",
@@ -101,6 +102,7 @@ STYLE_PROPERTIES: frozenset[str] = frozenset(
         "word-wrap", "overflow-wrap",
     }
 )
+# fmt: on
 
 _HREF_SCHEMES = ("http:", "https:", "mailto:", "tel:")
 _SRC_SCHEMES = ("http:", "https:", "cid:")

@@ -25,12 +25,24 @@ import binascii
 import re
 from dataclasses import dataclass
 from email.message import Message
+from urllib.parse import unquote_to_bytes
 
 from mailroom.mime.charsets import clean_text, decode_bytes
 from mailroom.mime.headers import b64decode_lenient, decode_encoded_words, raw_header_text
 from mailroom.mime.msgids import normalize_message_id
 
-__all__ = ["MAX_DEPTH", "MAX_PARTS", "Part", "build_tree", "select_bodies", "part_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_PARTS",
+    "Part",
+    "build_tree",
+    "content_id",
+    "header_params",
+    "iter_parts",
+    "part_text",
+    "payload_bytes",
+    "select_bodies",
+]
 
 MAX_PARTS = 1000
 MAX_DEPTH = 32
@@ -42,6 +54,8 @@ _FILENAME_JUNK_RE = re.compile(r"[\x00-\x1f\x7f]+")
 _CTE_RE = re.compile(r"[^\s;]+")
 _TOKEN = r"[A-Za-z0-9!#$%&'*+.^_`{|}~-]+"
 _CTYPE_RE = re.compile(rf"\s*[\"']?({_TOKEN})\s*/\s*({_TOKEN})")
+_PARAM_RE = re.compile(r';\s*([^\s=;"]+)\s*=\s*("(?:[^"\\]|\\.)*"?|[^;]*)', re.DOTALL)
+_PARAM_KEY_RE = re.compile(r"([^*]+)(?:\*([0-9]{1,3}))?(\*)?")
 
 
 @dataclass(slots=True, eq=False)
@@ -55,6 +69,7 @@ class Part:
     filename: str | None
     children: list[Part] | None
     cte: str = ""
+    charset: str | None = None
     content_id_raw: str | None = None
     payload: bytes | None = None  # decoded payload, filled lazily
     text: str | None = None  # decoded text, filled lazily
@@ -76,7 +91,7 @@ def _mime_headers(msg: Message) -> dict[str, str]:
     for key, value in msg.raw_items():
         lkey = key.lower()
         if lkey in _MIME_HEADERS and lkey not in found:
-            found[lkey] = raw_header_text(str(value)[:4096])[0]
+            found[lkey] = raw_header_text(str(value)[:16384])[0]
     return found
 
 
@@ -100,18 +115,53 @@ def _disposition(value: str | None) -> str | None:
     return None
 
 
-def _filename(msg: Message, found: dict[str, str], notes: list[str], where: str) -> str | None:
-    if not any("name" in found.get(h, "").lower() for h in ("content-disposition", "content-type")):
-        return None  # no filename= / name= parameter: skip the stdlib's parameter parsing
-    try:
-        raw = msg.get_filename()
-    except Exception:
-        notes.append(f"{where}unreadable filename parameter")
-        return None
+def header_params(value: str) -> dict[str, str]:
+    """Parameters of a Content-Type / Content-Disposition value, names lower-cased.
+
+    Quoted strings are unquoted (only ``\\"`` and ``\\\\`` are unescaped, so unescaped
+    Windows paths survive); RFC 2231 values (``name*=charset'lang'%XX``) and continuations
+    (``name*0*=...; name*1=...``) are joined and decoded, and win over a plain value.
+    """
+    semi = value.find(";")
+    if semi < 0:
+        return {}
+    plain: dict[str, str] = {}
+    sections: dict[str, list[tuple[int, bool, str]]] = {}
+    for m in _PARAM_RE.finditer(value, semi):
+        raw = m.group(2).strip()
+        if raw.startswith('"'):
+            raw = raw[1:-1] if len(raw) > 1 and raw.endswith('"') else raw[1:]
+            raw = raw.replace('\\"', '"').replace("\\\\", "\\")
+        key = _PARAM_KEY_RE.fullmatch(m.group(1).lower())
+        if key is None:
+            continue
+        base, index, star = key.groups()
+        if index is None and star is None:
+            plain.setdefault(base, raw)
+        else:
+            sections.setdefault(base, []).append((int(index or 0), bool(star), raw))
+    for base, parts in sections.items():
+        parts.sort(key=lambda section: section[0])
+        charset: str | None = None
+        chunks: list[bytes] = []
+        for i, (_index, encoded, raw) in enumerate(parts):
+            if encoded:
+                if i == 0 and raw.count("'") >= 2:
+                    charset, _language, raw = raw.split("'", 2)
+                chunks.append(unquote_to_bytes(raw))
+            else:
+                chunks.append(raw.encode("utf-8"))
+        plain[base] = decode_bytes(b"".join(chunks), charset or "utf-8")[0]
+    return plain
+
+
+def _filename(found: dict[str, str], notes: list[str], where: str) -> str | None:
+    raw = header_params(found.get("content-disposition", "")).get("filename")
+    if raw is None:
+        raw = header_params(found.get("content-type", "")).get("name")
     if raw is None:
         return None
-    name = raw_header_text(str(raw))[0]
-    name = decode_encoded_words(name, notes, where)
+    name = decode_encoded_words(raw, notes, where)
     name = _FILENAME_JUNK_RE.sub(" ", name)
     # keep only the last path component: "../../x" and "C:\\x" are not ours to honour
     name = name.replace("\\", "/").rsplit("/", 1)[-1].strip().strip(".").strip()
@@ -124,12 +174,17 @@ def _make_part(msg: Message, path: str, notes: list[str]) -> Part:
     where = f"part {path}: " if path else "message: "
     found = _mime_headers(msg)
     cte_match = _CTE_RE.search(found.get("content-transfer-encoding", ""))
+    ctype = _content_type(msg, found.get("content-type"))
+    charset = None
+    if ctype.startswith("text/") and "charset" in found.get("content-type", "").lower():
+        charset = header_params(found["content-type"]).get("charset")
     return Part(
         msg=msg,
         path=path,
-        ctype=_content_type(msg, found.get("content-type")),
+        ctype=ctype,
+        charset=charset,
         disposition=_disposition(found.get("content-disposition")),
-        filename=_filename(msg, found, notes, where),
+        filename=_filename(found, notes, where),
         children=None,
         cte=cte_match.group().lower().strip("\"'") if cte_match else "",
         content_id_raw=found.get("content-id"),
@@ -146,7 +201,7 @@ def build_tree(msg: Message, notes: list[str]) -> Part:
     too_deep = too_many = False
     while stack:
         node, depth = stack.pop()
-        payload = node.msg.get_payload()
+        payload = getattr(node.msg, "_payload", None)
         if not node.ctype.startswith("multipart/"):
             continue
         if not isinstance(payload, list):
@@ -223,7 +278,8 @@ def payload_bytes(part: Part, notes: list[str]) -> bytes:
     if part.payload is not None:
         return part.payload
     data: bytes
-    payload = part.msg.get_payload()
+    # The raw payload: get_payload() would already have decoded 8-bit text with "replace".
+    payload = getattr(part.msg, "_payload", None)
     if isinstance(payload, list):
         chunks: list[bytes] = []
         for sub in payload:
@@ -234,11 +290,15 @@ def payload_bytes(part: Part, notes: list[str]) -> bytes:
                     notes.append(f"{part.where}embedded message could not be re-serialized")
         data = b"".join(chunks)
     else:
-        text = payload if isinstance(payload, str) else str(payload or "")
-        try:
-            raw = text.encode("ascii", "surrogateescape")
-        except UnicodeEncodeError:
-            raw = text.encode("utf-8", "surrogateescape")
+        raw: bytes
+        if isinstance(payload, bytes | bytearray):
+            raw = bytes(payload)
+        else:
+            text = payload if isinstance(payload, str) else str(payload or "")
+            try:
+                raw = text.encode("ascii", "surrogateescape")
+            except UnicodeEncodeError:
+                raw = text.encode("utf-8", "surrogateescape")
         cte = part.cte
         if cte == "base64":
             data, repaired = b64decode_lenient(raw)
@@ -261,11 +321,7 @@ def part_text(part: Part, notes: list[str]) -> str:
     if part.text is not None:
         return part.text
     data = payload_bytes(part, notes)
-    try:
-        charset = part.msg.get_content_charset()
-    except Exception:
-        charset = None
-    text, note = decode_bytes(data, charset)
+    text, note = decode_bytes(data, part.charset)
     if note is not None:
         notes.append(f"{part.where}{note}")
     if "\r" in text:
