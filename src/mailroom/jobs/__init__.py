@@ -1,0 +1,1 @@
+"""Jobs: queues, tasks, the watch supervisor and the leases that coordinate it."""

@@ -1,0 +1,264 @@
+"""The watch supervisor: live push per account, with the poll as correctness anchor.
+
+Per active account the supervisor keeps one watcher (IMAP IDLE) running and
+runs a reconciliation poll every ``poll_interval`` seconds. The poll is what
+makes mailroom correct; the watcher only lowers latency, and exactly-once
+ingest makes their overlap harmless.
+
+State machine of one account's watcher (``Account.watch_state``)::
+
+    idle ──lease won──▶ watching ──watch ended with an error──▶ backoff:<ms>
+      ▲                   │  ▲                                      │
+      │                   │  └────────── backoff elapsed ───────────┘
+      └─ lease lost / account inactive / AuthError (status auth_error) ◀─┘
+
+Backoff starts at 5 s and doubles to 5 min; a watcher that has run for a
+while (it reported ``healthy``) resets it. Error semantics (watch and poll):
+AuthError → account ``auth_error``, stop watching; RateLimitError → retry on
+the next tick; InvalidCursorError → the provider resets and resyncs the last
+30 days on the next poll; anything else → log and retry.
+
+Leases (when several supervisors run on several machines): a watcher starts
+only after its process won the account's TTL lease (default 90 s), renewed
+every ttl/3 for as long as the watcher lives — during backoff too. A failed
+renewal tears the local watcher down; a lease won for a watcher that was
+stopped meanwhile is released at once. Polls need no lease (idempotent).
+
+``tick(now)`` does all bookkeeping and is what tests drive with an injected
+clock; ``run_forever`` calls it once a second in production.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import select, update
+
+from mailroom.jobs.leases import Leases
+from mailroom.providers.base import AuthError, InvalidCursorError, RateLimitError, Watcher
+from mailroom.store.engine import Store
+from mailroom.store.models import Account
+
+log = logging.getLogger(__name__)
+
+BACKOFF_INITIAL = 5.0
+BACKOFF_MAX = 300.0
+LEASE_TTL = 90.0
+POLL_INTERVAL = 300.0
+HEALTHY_AFTER = 60.0  # a watch that ran this long resets the backoff
+
+
+@dataclass
+class _Watch:
+    """One account's watcher as the supervisor sees it."""
+
+    generation: int = 0
+    watcher: Watcher | None = None
+    thread: threading.Thread | None = None
+    started_at: float = 0.0
+    failure: BaseException | None = None
+    ended: bool = False
+    backoff: float = BACKOFF_INITIAL
+    restart_at: float = 0.0
+    lease_token: str | None = None
+    renew_at: float = 0.0
+    stopped: bool = False
+
+
+@dataclass
+class SupervisorConfig:
+    """Timings of the supervisor (seconds)."""
+
+    poll_interval: float = POLL_INTERVAL
+    lease_ttl: float = LEASE_TTL
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
+    healthy_after: float = HEALTHY_AFTER
+
+
+@dataclass
+class Supervisor:
+    """Keeps watchers and polls going for every active account of a store."""
+
+    store: Store
+    watcher_for: Callable[[int], Watcher | None]
+    poll: Callable[[int], None]
+    leases: Leases | None = None
+    config: SupervisorConfig = field(default_factory=SupervisorConfig)
+    _watches: dict[int, _Watch] = field(default_factory=dict)
+    _next_poll: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- accounts ------------------------------------------------------------
+
+    def _active_accounts(self) -> list[int]:
+        with self.store.session() as session:
+            return list(
+                session.scalars(
+                    select(Account.id).where(Account.status == "active").order_by(Account.id)
+                )
+            )
+
+    def _set(self, account_id: int, **values: object) -> None:
+        with self.store.session() as session:
+            session.execute(update(Account).where(Account.id == account_id).values(**values))
+
+    # -- the tick ------------------------------------------------------------
+
+    def tick(self, now: float) -> None:
+        """One round of bookkeeping: leases, watcher restarts, failures, the poll."""
+        with self._lock:
+            active = set(self._active_accounts())
+            for account_id in list(self._watches):
+                if account_id not in active:
+                    self._stop_watch(account_id, "idle")
+            for account_id in sorted(active):
+                self._tend(account_id, now)
+            if now >= self._next_poll:
+                self._next_poll = now + self.config.poll_interval
+                for account_id in sorted(active):
+                    self._poll(account_id)
+
+    def _tend(self, account_id: int, now: float) -> None:
+        watch = self._watches.setdefault(account_id, _Watch(restart_at=now))
+        if watch.stopped:
+            return
+        if watch.lease_token is not None and now >= watch.renew_at:
+            assert self.leases is not None
+            if self.leases.renew(self._key(account_id), watch.lease_token, self.config.lease_ttl):
+                watch.renew_at = now + self.config.lease_ttl / 3
+            else:
+                log.warning("Lost the watch lease of account %s; stopping its watcher.", account_id)
+                watch.lease_token = None
+                self._end_thread(watch)
+                self._set(account_id, watch_state="idle")
+                watch.restart_at = now
+        if watch.thread is not None and watch.ended:
+            self._handle_end(account_id, watch, now)
+        if watch.thread is None and not watch.stopped and now >= watch.restart_at:
+            self._start(account_id, watch, now)
+
+    def _start(self, account_id: int, watch: _Watch, now: float) -> None:
+        if watch.lease_token is None and self.leases is not None:
+            generation = watch.generation
+            token = self.leases.acquire(self._key(account_id), self.config.lease_ttl)
+            if token is None:
+                watch.restart_at = now + self.config.lease_ttl / 3
+                return
+            if watch.generation != generation or watch.stopped:
+                self.leases.release(self._key(account_id), token)
+                return
+            watch.lease_token, watch.renew_at = token, now + self.config.lease_ttl / 3
+        watcher = self.watcher_for(account_id)
+        if watcher is None:
+            watch.stopped = True  # the provider has no live push; the poll does it all
+            self._release(account_id, watch)
+            return
+        watch.watcher, watch.failure, watch.ended, watch.started_at = watcher, None, False, now
+        watch.thread = threading.Thread(
+            target=self._run, args=(watch, watcher), name=f"watch-{account_id}", daemon=True
+        )
+        watch.thread.start()
+        self._set(account_id, watch_state="watching")
+
+    @staticmethod
+    def _run(watch: _Watch, watcher: Watcher) -> None:
+        try:
+            watcher.run()
+        except BaseException as exc:  # reported to the supervisor, never lost
+            watch.failure = exc
+        finally:
+            watch.ended = True
+
+    def _handle_end(self, account_id: int, watch: _Watch, now: float) -> None:
+        failure = watch.failure
+        ran_for = now - watch.started_at
+        self._end_thread(watch)
+        if isinstance(failure, AuthError):
+            log.warning("Account %s refused the credentials; watching stops.", account_id)
+            self._set(
+                account_id, status="auth_error", status_reason=str(failure), watch_state="idle"
+            )
+            self._stop_watch(account_id, "idle")
+            return
+        if ran_for >= self.config.healthy_after:
+            watch.backoff = self.config.backoff_initial
+        delay = watch.backoff
+        watch.backoff = min(watch.backoff * 2, self.config.backoff_max)
+        watch.restart_at = now + delay
+        if failure is not None:
+            log.info(
+                "Watch of account %s ended (%s); retrying in %.0f s.", account_id, failure, delay
+            )
+        self._set(account_id, watch_state=f"backoff:{int(delay * 1000)}")
+
+    def _poll(self, account_id: int) -> None:
+        try:
+            self.poll(account_id)
+        except AuthError as exc:
+            log.warning("Poll of account %s: credentials refused.", account_id)
+            self._set(account_id, status="auth_error", status_reason=str(exc), watch_state="idle")
+            self._stop_watch(account_id, "idle")
+        except RateLimitError:
+            log.info("Poll of account %s was rate limited; retrying next tick.", account_id)
+            self._next_poll = 0.0
+        except InvalidCursorError:
+            log.info("Poll of account %s found its cursor invalid; resyncing.", account_id)
+            self._next_poll = 0.0
+        except Exception:
+            log.exception("Poll of account %s failed; will retry.", account_id)
+
+    # -- stopping ------------------------------------------------------------
+
+    def _end_thread(self, watch: _Watch) -> None:
+        if watch.watcher is not None:
+            watch.watcher.stop()
+        if watch.thread is not None:
+            watch.thread.join(timeout=30)
+        watch.watcher, watch.thread, watch.ended = None, None, False
+        watch.generation += 1
+
+    def _release(self, account_id: int, watch: _Watch) -> None:
+        if watch.lease_token is not None and self.leases is not None:
+            self.leases.release(self._key(account_id), watch.lease_token)
+        watch.lease_token = None
+
+    def _stop_watch(self, account_id: int, state: str) -> None:
+        watch = self._watches.pop(account_id, None)
+        if watch is None:
+            return
+        watch.stopped = True
+        self._end_thread(watch)
+        self._release(account_id, watch)
+        self._set(account_id, watch_state=state)
+
+    def stop(self) -> None:
+        """Stop every watcher and release every lease (clean shutdown)."""
+        with self._lock:
+            for account_id in list(self._watches):
+                self._stop_watch(account_id, "idle")
+
+    def watching(self) -> list[int]:
+        """Accounts whose watcher runs in this process right now."""
+        return sorted(a for a, w in self._watches.items() if w.thread is not None and not w.ended)
+
+    @staticmethod
+    def _key(account_id: int) -> str:
+        return f"watch:{account_id}"
+
+    def run_forever(
+        self, stop: threading.Event, clock: Callable[[], float], interval: float = 1.0
+    ) -> None:
+        """Tick until ``stop`` is set, then shut down cleanly."""
+        try:
+            while not stop.is_set():
+                try:
+                    self.tick(clock())
+                except Exception:
+                    log.exception("Supervisor tick failed; continuing.")
+                stop.wait(interval)
+        finally:
+            self.stop()
