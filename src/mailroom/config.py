@@ -4,6 +4,12 @@
                            (default: the OS data dir for the user).
 ``MAILROOM_DATABASE_URL``  SQLAlchemy URL; default is a SQLite file in the data
                            dir, ``postgresql+psycopg://...`` for PostgreSQL.
+``MAILROOM_MASTER_KEY``    the key that encrypts account credentials at rest
+                           (``mailroom keys init`` prints one); or
+``MAILROOM_MASTER_KEY_FILE`` a file holding it, which must lie outside the data dir.
+``MAILROOM_ALLOWED_PRIVATE_HOSTS``  operator allow-list (comma-separated host
+                           names, addresses or networks) of mail servers that may
+                           resolve to loopback/private addresses (SSRF guard).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from pydantic import ValidationError, field_validator
+from pydantic import SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mailroom.errors import ConfigError
@@ -25,11 +31,25 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path(platformdirs.user_data_dir("mailroom"))
     database_url: str | None = None
+    redis_url: str | None = None  # MAILROOM_REDIS_URL: queues and watch leases for many machines
+    master_key: SecretStr | None = None
+    master_key_file: Path | None = None
+    allowed_private_hosts: str = ""
 
     @field_validator("data_dir")
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("master_key_file")
+    @classmethod
+    def _expand_key_file(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @property
+    def allowed_private_host_list(self) -> list[str]:
+        """The operator's SSRF allow-list, one entry per host name, address or network."""
+        return [part for part in self.allowed_private_hosts.replace(",", " ").split() if part]
 
     @property
     def resolved_database_url(self) -> str:

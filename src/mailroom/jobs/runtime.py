@@ -1,0 +1,167 @@
+"""Running the engine: consumers, the supervisor and periodic duties in one process or many.
+
+Embedded (``mailroom serve`` on SQLite): every queue has a consumer thread in
+the server process, next to the supervisor. At scale (PostgreSQL + Redis):
+``mailroom worker --queues ...`` and ``mailroom supervisor`` run the same
+code in separate processes on as many machines as wanted.
+
+Shutdown (SIGTERM/SIGINT) is graceful: consumers finish the job in hand
+(queued jobs stay in the durable queue), watchers stop, leases are released.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+from huey import Huey
+from huey.consumer import Consumer
+from sqlalchemy import select
+
+from mailroom.config import Settings
+from mailroom.ingest import steps
+from mailroom.jobs.leases import Leases, LocalLeases, RedisLeases
+from mailroom.jobs.queues import QUEUES, make_queues
+from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
+from mailroom.jobs.tasks import FollowUpStep, Jobs
+from mailroom.providers import registry
+from mailroom.providers.base import Watcher
+from mailroom.store.engine import Store
+from mailroom.store.models import Account
+
+log = logging.getLogger(__name__)
+
+
+class ThreadConsumer(Consumer):  # type: ignore[misc]
+    """A huey consumer that can run beside other code (signals belong to the process)."""
+
+    def _set_signal_handlers(self) -> None:
+        """Signals are handled once by the process, not by each consumer."""
+
+
+@dataclass
+class Duty:
+    """Something the supervisor process enqueues every ``interval`` seconds."""
+
+    name: str
+    interval: float
+    action: Callable[[], None]
+    next_at: float = 0.0
+
+
+@dataclass
+class Duties:
+    """Periodic duties (idempotent, so several supervisor processes are harmless)."""
+
+    duties: list[Duty] = field(default_factory=list)
+
+    def tick(self, now: float) -> None:
+        """Run every duty whose time has come."""
+        for duty in self.duties:
+            if now >= duty.next_at:
+                duty.next_at = now + duty.interval
+                try:
+                    duty.action()
+                except Exception:
+                    log.exception("Periodic duty %s failed; will retry.", duty.name)
+
+
+class Runtime:
+    """The queues, tasks, supervisor and duties of one process."""
+
+    def __init__(self, store: Store, settings: Settings, poll_interval: float = 300.0) -> None:
+        self.store = store
+        self.settings = settings
+        self.queues: dict[str, Huey] = make_queues(settings)
+        self.jobs = Jobs(store, self.queues)
+        if not any(isinstance(step, FollowUpStep) for step in steps.STEPS):
+            steps.STEPS.append(FollowUpStep(self.jobs))
+        self.leases: Leases = (
+            RedisLeases(redis.Redis.from_url(settings.redis_url))
+            if settings.redis_url
+            else LocalLeases(time.monotonic)
+        )
+        self.supervisor = Supervisor(
+            store,
+            watcher_for=self._watcher_for,
+            poll=lambda account_id: self.jobs.sync_account(account_id),
+            leases=self.leases,
+            config=SupervisorConfig(poll_interval=poll_interval),
+        )
+        self.duties = Duties(
+            [
+                Duty("wake snoozed threads", 60, lambda: self.jobs.wake_snoozed()),
+                Duty("retry propagation", 60, self._propagate_due),
+            ]
+        )
+        self._consumers: list[ThreadConsumer] = []
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _watcher_for(self, account_id: int) -> Watcher | None:
+        with self.store.session() as session:
+            provider = session.scalar(select(Account.provider).where(Account.id == account_id))
+        if provider is None or provider not in registry.names():
+            return None
+        factory = registry.get(provider).watcher
+        return factory(self.store, account_id) if factory else None
+
+    def _propagate_due(self) -> None:
+        for account_id in self.jobs.accounts_with_due_outbox():
+            self.jobs.propagate(account_id)
+
+    def start_consumers(self, names: tuple[str, ...] = QUEUES, workers: int = 1) -> None:
+        """Start a consumer (worker threads) for each named queue."""
+        for name in names:
+            consumer = ThreadConsumer(
+                self.queues[name],
+                workers=workers,
+                worker_type="thread",
+                periodic=False,
+                initial_delay=0.05,
+                max_delay=1.0,
+                backoff=1.5,
+                check_worker_health=False,
+            )
+            consumer.start()
+            self._consumers.append(consumer)
+            log.info("Consuming queue %s with %s worker thread(s).", name, workers)
+
+    def start_supervisor(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """Start the supervisor and the periodic duties in a background thread."""
+
+        def loop() -> None:
+            try:
+                while not self._stop.is_set():
+                    now = clock()
+                    try:
+                        self.supervisor.tick(now)
+                        self.duties.tick(now)
+                    except Exception:
+                        log.exception("Supervisor tick failed; continuing.")
+                    self._stop.wait(1.0)
+            finally:
+                self.supervisor.stop()
+
+        thread = threading.Thread(target=loop, name="supervisor", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Graceful shutdown: finish jobs in hand, stop watchers, release leases."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=60)
+        for consumer in self._consumers:
+            consumer.stop(graceful=True)
+        self._consumers.clear()
+        steps.STEPS[:] = [s for s in steps.STEPS if not isinstance(s, FollowUpStep)]
+
+    def wait(self) -> None:
+        """Block until ``stop`` is called (from a signal handler)."""
+        while not self._stop.is_set():
+            self._stop.wait(1.0)

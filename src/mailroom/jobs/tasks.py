@@ -1,0 +1,236 @@
+"""Tasks: thin wrappers that load ids, call a service, and enqueue what follows.
+
+All logic lives in services (providers, labels, ingest); a task only decides
+what to enqueue next. Tasks must be idempotent: huey delivers at least once,
+and several workers may run the same kind of job.
+
+Import chain: ``import_page`` imports one page and, while history is left,
+enqueues the next page at the back of ``ingest_backlog`` — so pages of
+several accounts interleave and every account gets a usable inbox before
+any gets its archive. Each page stamps a heartbeat; every ordinary sync ends
+by restarting an import that has work and has been silent for 5 minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from huey import Huey
+from huey.api import TaskWrapper
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from mailroom.ingest.batch import BatchResult
+from mailroom.ingest.routing import BACKLOG, LIVE, RECENT_QUEUE, queue_for
+from mailroom.labels.operations import Operations
+from mailroom.labels.propagation import LocalPropagator, propagate_pending
+from mailroom.providers import registry
+from mailroom.providers.base import AuthError, RateLimitError
+from mailroom.store.engine import Store
+from mailroom.store.models import Account, Message, OutboxEntry, SyncState, User, utcnow
+
+log = logging.getLogger(__name__)
+
+STALLED_AFTER = timedelta(minutes=5)
+HEARTBEAT = "import_heartbeat"
+
+# Follow-up work per message batch (search indexing happens at insert);
+# extensions such as the assistant's classifier append here.
+Enricher = Callable[[Store, Sequence[int]], None]
+ENRICHERS: list[Enricher] = []
+
+
+class Jobs:
+    """The task functions of mailroom, registered on the queues of one process."""
+
+    def __init__(
+        self, store: Store, queues: dict[str, Huey], now: Callable[[], datetime] = utcnow
+    ) -> None:
+        self.store = store
+        self.queues = queues
+        self.now = now
+        self.sync_account: TaskWrapper = queues["ingest"].task(
+            name="sync_account", retries=3, retry_delay=30
+        )(self.run_sync)
+        self.import_page: TaskWrapper = queues["ingest_backlog"].task(
+            name="import_page", retries=5, retry_delay=30
+        )(self.run_import_page)
+        self.propagate: TaskWrapper = queues["propagate"].task(
+            name="propagate", retries=3, retry_delay=30
+        )(self.run_propagate)
+        self.wake_snoozed: TaskWrapper = queues["ingest"].task(name="wake_snoozed")(
+            self.run_wake_snoozed
+        )
+        self.follow_up: dict[str, TaskWrapper] = {
+            name: queues[name].task(name="follow_up", retries=2, retry_delay=60)(self.run_follow_up)
+            for name in (LIVE, RECENT_QUEUE, BACKLOG)
+        }
+
+    # -- helpers -------------------------------------------------------------
+
+    def _account(self, session: Session, account_id: int) -> Account | None:
+        account = session.get(Account, account_id)
+        if account is None or account.status != "active":
+            return None
+        return account
+
+    def _mark_auth_error(self, account_id: int, error: AuthError) -> None:
+        with self.store.session() as session:
+            session.execute(
+                update(Account)
+                .where(Account.id == account_id)
+                .values(status="auth_error", status_reason=str(error), watch_state="idle")
+            )
+
+    def _heartbeat(self, session: Session, account_id: int) -> None:
+        state = session.get(SyncState, (account_id, HEARTBEAT))
+        stamp = self.now().isoformat()
+        if state is None:
+            session.add(SyncState(account_id=account_id, key=HEARTBEAT, value=stamp))
+        else:
+            state.value = stamp
+
+    # -- sync and import -----------------------------------------------------
+
+    def run_sync(self, account_id: int) -> None:
+        """Sync new mail of one account, then restart its import if it stalled."""
+        with self.store.session() as session:
+            account = self._account(session, account_id)
+            syncer = registry.syncer_for(self.store, account) if account else None
+        if account is None or syncer is None:
+            return
+        try:
+            syncer.sync(account)
+        except AuthError as error:
+            self._mark_auth_error(account_id, error)
+            return
+        except RateLimitError as error:
+            self.sync_account.schedule((account_id,), delay=error.retry_after or 60)
+            return
+        self.restart_stalled_import(account_id)
+
+    def run_import_page(self, account_id: int) -> None:
+        """Import one page of history; enqueue the next while work is left."""
+        with self.store.session() as session:
+            account = self._account(session, account_id)
+            importer = registry.importer_for(self.store, account) if account else None
+            if account is not None:
+                self._heartbeat(session, account_id)
+        if account is None or importer is None:
+            return
+        try:
+            more = importer.import_page(account)
+        except AuthError as error:
+            self._mark_auth_error(account_id, error)
+            return
+        except RateLimitError as error:
+            self.import_page.schedule((account_id,), delay=error.retry_after or 60)
+            return
+        if more:
+            self.import_page(account_id)
+
+    def restart_stalled_import(self, account_id: int) -> bool:
+        """Enqueue the next import page when the import has work but was silent 5 minutes."""
+        with self.store.session() as session:
+            account = self._account(session, account_id)
+            importer = registry.importer_for(self.store, account) if account else None
+            if account is None or importer is None or not importer.state(account).importing:
+                return False
+            beat = session.get(SyncState, (account_id, HEARTBEAT))
+            last = datetime.fromisoformat(beat.value) if beat and beat.value else None
+            if last is not None and self.now() - last < STALLED_AFTER:
+                return False
+            self._heartbeat(session, account_id)
+        log.info("Import of account %s was silent; restarting it.", account_id)
+        self.import_page(account_id)
+        return True
+
+    # -- propagation, snooze, follow-up --------------------------------------
+
+    def run_propagate(self, account_id: int) -> None:
+        """Carry the account's pending outbox entries to its provider."""
+        with self.store.session() as session:
+            account = session.get(Account, account_id)
+            if account is None:
+                return
+            propagator = registry.propagator_for(self.store, account)
+        if propagator is None:
+            propagate_pending(self.store, account_id, LocalPropagator(), self.now())
+            return
+        try:
+            propagator.propagate(account)
+        except AuthError as error:
+            self._mark_auth_error(account_id, error)
+
+    def accounts_with_due_outbox(self) -> list[int]:
+        """Accounts that have pending outbox entries due now."""
+        with self.store.session() as session:
+            return list(
+                session.scalars(
+                    select(OutboxEntry.account_id)
+                    .where(
+                        OutboxEntry.state == "pending", OutboxEntry.next_attempt_at <= self.now()
+                    )
+                    .distinct()
+                )
+            )
+
+    def run_wake_snoozed(self) -> int:
+        """Wake every snoozed thread whose time has come; returns how many."""
+        woken = 0
+        with self.store.session() as session:
+            users = list(session.scalars(select(User.id)))
+        for user_id in users:
+            with self.store.session() as session:
+                woken += len(Operations(session, user_id, now=self.now).wake_due())
+        return woken
+
+    def run_follow_up(self, message_ids: list[int]) -> None:
+        """Run the registered enrichers on a batch of messages."""
+        for enricher in ENRICHERS:
+            try:
+                enricher(self.store, message_ids)
+            except Exception:
+                log.exception("Enricher %s failed", getattr(enricher, "__name__", enricher))
+
+    def enqueue_follow_up(self, result: BatchResult) -> dict[str, list[int]]:
+        """Route a stored batch's new messages to the follow-up queues (the ingest step)."""
+        if not result.created_ids:
+            return {}
+        with self.store.session() as session:
+            finished = session.scalar(
+                select(Account.import_finished_at).where(Account.id == result.account_id)
+            )
+            rows = session.execute(
+                select(Message.id, Message.received_at).where(Message.id.in_(result.created_ids))
+            ).all()
+        routed: dict[str, list[int]] = {}
+        now = self.now()
+        for message_id, received_at in rows:
+            routed.setdefault(queue_for(finished is not None, received_at, now), []).append(
+                message_id
+            )
+        for queue, ids in routed.items():
+            self.follow_up[queue](sorted(ids))
+        return routed
+
+
+class FollowUpStep:
+    """The ingest step that routes new mail to the follow-up queues."""
+
+    name = "follow_up"
+
+    def __init__(self, jobs: Jobs) -> None:
+        self.jobs = jobs
+
+    def run(self, result: BatchResult) -> None:
+        """Enqueue, never work."""
+        self.jobs.enqueue_follow_up(result)
+
+
+def pending_counts(queues: dict[str, Huey]) -> dict[str, Any]:
+    """How many jobs wait in each queue (for status output)."""
+    return {name: queue.pending_count() for name, queue in queues.items()}
