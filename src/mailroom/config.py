@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path(platformdirs.user_data_dir("mailroom"))
     database_url: str | None = None
     redis_url: str | None = None  # MAILROOM_REDIS_URL: queues and watch leases for many machines
+    namespace: str = "mailroom"  # prefix of queue names and lease keys in a shared Redis
+    watch_lease_ttl: float = 90.0  # seconds; renewed every third of it
     master_key: SecretStr | None = None
     master_key_file: Path | None = None
     allowed_private_hosts: str = ""

@@ -28,7 +28,7 @@ class PagedImporter:
     calls: list[int] = []
     done: dict[int, int] = {}
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
         self.store = store
 
     def supports(self, account: Account) -> bool:

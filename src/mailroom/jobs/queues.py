@@ -37,11 +37,15 @@ def make_queues(settings: Settings, names: tuple[str, ...] = QUEUES) -> dict[str
     queues: dict[str, Huey] = {}
     for name in names:
         if settings.redis_url:
-            queues[name] = RedisHuey(f"mailroom-{name}", url=settings.redis_url, results=False)
+            queues[name] = RedisHuey(
+                f"{settings.namespace}-{name}", url=settings.redis_url, results=False
+            )
         else:
             path: Path = settings.data_dir / "queues.sqlite3"
             path.parent.mkdir(parents=True, exist_ok=True)
-            queues[name] = SqliteHuey(f"mailroom-{name}", filename=str(path), results=False)
+            queues[name] = SqliteHuey(
+                f"{settings.namespace}-{name}", filename=str(path), results=False
+            )
     return queues
 
 

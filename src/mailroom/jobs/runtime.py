@@ -77,11 +77,13 @@ class Runtime:
         self.store = store
         self.settings = settings
         self.queues: dict[str, Huey] = make_queues(settings)
-        self.jobs = Jobs(store, self.queues)
+        self.jobs = Jobs(store, self.queues, settings)
         if not any(isinstance(step, FollowUpStep) for step in steps.STEPS):
             steps.STEPS.append(FollowUpStep(self.jobs))
         self.leases: Leases = (
-            RedisLeases(redis.Redis.from_url(settings.redis_url))
+            RedisLeases(
+                redis.Redis.from_url(settings.redis_url), prefix=f"{settings.namespace}:lease:"
+            )
             if settings.redis_url
             else LocalLeases(time.monotonic)
         )
@@ -90,7 +92,9 @@ class Runtime:
             watcher_for=self._watcher_for,
             poll=lambda account_id: self.jobs.sync_account(account_id),
             leases=self.leases,
-            config=SupervisorConfig(poll_interval=poll_interval),
+            config=SupervisorConfig(
+                poll_interval=poll_interval, lease_ttl=settings.watch_lease_ttl
+            ),
         )
         self.duties = Duties(
             [
@@ -108,7 +112,7 @@ class Runtime:
         if provider is None or provider not in registry.names():
             return None
         factory = registry.get(provider).watcher
-        return factory(self.store, account_id) if factory else None
+        return factory(self.store, account_id, self.settings) if factory else None
 
     def _propagate_due(self) -> None:
         for account_id in self.jobs.accounts_with_due_outbox():

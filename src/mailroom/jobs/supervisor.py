@@ -133,7 +133,7 @@ class Supervisor:
             else:
                 log.warning("Lost the watch lease of account %s; stopping its watcher.", account_id)
                 watch.lease_token = None
-                self._end_thread(watch)
+                self._end_thread(watch, account_id)
                 self._set(account_id, watch_state="idle")
                 watch.restart_at = now
         if watch.thread is not None and watch.ended:
@@ -162,6 +162,7 @@ class Supervisor:
             target=self._run, args=(watch, watcher), name=f"watch-{account_id}", daemon=True
         )
         watch.thread.start()
+        log.info("Watching account %s.", account_id)
         self._set(account_id, watch_state="watching")
 
     @staticmethod
@@ -176,7 +177,7 @@ class Supervisor:
     def _handle_end(self, account_id: int, watch: _Watch, now: float) -> None:
         failure = watch.failure
         ran_for = now - watch.started_at
-        self._end_thread(watch)
+        self._end_thread(watch, account_id)
         if isinstance(failure, AuthError):
             log.warning("Account %s refused the credentials; watching stops.", account_id)
             self._set(
@@ -213,11 +214,12 @@ class Supervisor:
 
     # -- stopping ------------------------------------------------------------
 
-    def _end_thread(self, watch: _Watch) -> None:
+    def _end_thread(self, watch: _Watch, account_id: int) -> None:
         if watch.watcher is not None:
             watch.watcher.stop()
         if watch.thread is not None:
             watch.thread.join(timeout=30)
+            log.info("Stopped watching account %s.", account_id)
         watch.watcher, watch.thread, watch.ended = None, None, False
         watch.generation += 1
 
@@ -231,7 +233,7 @@ class Supervisor:
         if watch is None:
             return
         watch.stopped = True
-        self._end_thread(watch)
+        self._end_thread(watch, account_id)
         self._release(account_id, watch)
         self._set(account_id, watch_state=state)
 

@@ -23,6 +23,7 @@ from huey.api import TaskWrapper
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from mailroom.config import Settings
 from mailroom.ingest.batch import BatchResult
 from mailroom.ingest.routing import BACKLOG, LIVE, RECENT_QUEUE, queue_for
 from mailroom.labels.operations import Operations
@@ -47,10 +48,15 @@ class Jobs:
     """The task functions of mailroom, registered on the queues of one process."""
 
     def __init__(
-        self, store: Store, queues: dict[str, Huey], now: Callable[[], datetime] = utcnow
+        self,
+        store: Store,
+        queues: dict[str, Huey],
+        settings: Settings | None = None,
+        now: Callable[[], datetime] = utcnow,
     ) -> None:
         self.store = store
         self.queues = queues
+        self.settings = settings
         self.now = now
         self.sync_account: TaskWrapper = queues["ingest"].task(
             name="sync_account", retries=3, retry_delay=30
@@ -99,7 +105,7 @@ class Jobs:
         """Sync new mail of one account, then restart its import if it stalled."""
         with self.store.session() as session:
             account = self._account(session, account_id)
-            syncer = registry.syncer_for(self.store, account) if account else None
+            syncer = registry.syncer_for(self.store, account, self.settings) if account else None
         if account is None or syncer is None:
             return
         try:
@@ -116,7 +122,9 @@ class Jobs:
         """Import one page of history; enqueue the next while work is left."""
         with self.store.session() as session:
             account = self._account(session, account_id)
-            importer = registry.importer_for(self.store, account) if account else None
+            importer = (
+                registry.importer_for(self.store, account, self.settings) if account else None
+            )
             if account is not None:
                 self._heartbeat(session, account_id)
         if account is None or importer is None:
@@ -136,7 +144,9 @@ class Jobs:
         """Enqueue the next import page when the import has work but was silent 5 minutes."""
         with self.store.session() as session:
             account = self._account(session, account_id)
-            importer = registry.importer_for(self.store, account) if account else None
+            importer = (
+                registry.importer_for(self.store, account, self.settings) if account else None
+            )
             if account is None or importer is None or not importer.state(account).importing:
                 return False
             beat = session.get(SyncState, (account_id, HEARTBEAT))
@@ -156,7 +166,7 @@ class Jobs:
             account = session.get(Account, account_id)
             if account is None:
                 return
-            propagator = registry.propagator_for(self.store, account)
+            propagator = registry.propagator_for(self.store, account, self.settings)
         if propagator is None:
             propagate_pending(self.store, account_id, LocalPropagator(), self.now())
             return
