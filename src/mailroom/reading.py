@@ -89,7 +89,7 @@ def newest_threads(session: Session, user_id: int, limit: int = 50) -> list[dict
         .order_by(Thread.last_message_at.desc(), Thread.id.desc())
         .limit(limit)
     ).all()
-    senders: dict[int, list[str]] = defaultdict(list)
+    senders: dict[int | None, list[str]] = defaultdict(list)
     if threads:
         rows = session.execute(
             select(Message.thread_id, Message.from_name, Message.from_email)

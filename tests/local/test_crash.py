@@ -38,7 +38,9 @@ def test_kill_during_import_then_rerun(store: Store, tmp_path: Path) -> None:
     url = store.engine.url.render_as_string(hide_password=False)
     env = {**os.environ, "MAILROOM_DATABASE_URL": url, "MAILROOM_DATA_DIR": str(tmp_path)}
     command = [sys.executable, "-m", "mailroom", "import", str(root)]
-    worker = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 60
     while _count(store) < 200 and time.monotonic() < deadline and worker.poll() is None:
         time.sleep(0.02)
@@ -52,8 +54,8 @@ def test_kill_during_import_then_rerun(store: Store, tmp_path: Path) -> None:
     with store.session() as session:
         distinct = session.scalar(select(func.count(func.distinct(Message.message_id_header))))
         created = session.scalar(
-            select(func.count()).select_from(Change).where(
-                Change.type == "Email", Change.kind == "created"
-            )
+            select(func.count())
+            .select_from(Change)
+            .where(Change.type == "Email", Change.kind == "created")
         )
     assert _count(store) == distinct == created == TOTAL

@@ -1,11 +1,49 @@
-"""``mailroom serve``: the HTTP server (health, web page; JMAP when it lands)."""
+"""``mailroom serve``: the HTTP server — health, the web page and JMAP.
+
+By default it also runs the engine in the same process (the embedded
+default): a consumer for every queue and the watch supervisor with its
+periodic duties. ``--no-jobs`` serves HTTP only, for deployments that run
+``mailroom worker`` and ``mailroom supervisor`` separately.
+
+``--tls-cert`` and ``--tls-key`` (PEM files, given together) switch to
+https, which some JMAP clients insist on. On Ctrl-C open push streams end
+at once (and any other request gets a few seconds) instead of holding the
+shutdown.
+"""
 
 from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from types import FrameType
 
 import click
 
 from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.errors import ConfigError
 from mailroom.owners import DEFAULT_OWNER
+
+SHUTDOWN_GRACE_SECONDS = 3
+
+
+def check_tls(cert: Path | None, key: Path | None) -> None:
+    """Both or neither, readable, and a usable certificate/key pair; else a ConfigError."""
+    if cert is None and key is None:
+        return
+    if cert is None or key is None:
+        raise ConfigError("Give both --tls-cert and --tls-key to serve over https.")
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not path.is_file():
+            raise ConfigError(f"The {flag} file {path} does not exist.")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(str(cert), str(key))
+    except (ssl.SSLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc.strerror or "unreadable"
+        raise ConfigError(
+            f"The certificate {cert} and key {key} cannot be used ({reason}); "
+            "give a PEM certificate and its matching private key."
+        ) from None
 
 
 @click.command("serve")
@@ -14,14 +52,70 @@ from mailroom.owners import DEFAULT_OWNER
 @click.option(
     "--owner", default=DEFAULT_OWNER, show_default=True, help="Whose mail the page shows."
 )
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="PEM certificate (chain) to serve https; needs --tls-key.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="PEM private key of --tls-cert.",
+)
+@click.option(
+    "--no-jobs",
+    is_flag=True,
+    help="Serve HTTP only; run `mailroom worker` and `mailroom supervisor` separately.",
+)
 @pass_app
 @plain_errors
-def serve_command(app: AppContext, host: str, port: int, owner: str) -> None:
-    """Serve the web page and /health until interrupted."""
+def serve_command(
+    app: AppContext,
+    host: str,
+    port: int,
+    owner: str,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    no_jobs: bool,
+) -> None:
+    """Serve the web page, /health and JMAP (/.well-known/jmap) until interrupted."""
     import uvicorn
 
+    from mailroom.jmap.app import JmapConfig
     from mailroom.web.app import create_app
 
-    web = create_app(app.store, owner=owner)
-    click.echo(f"mailroom is serving on http://{host}:{port}/ (Ctrl-C stops it).")
-    uvicorn.run(web, host=host, port=port, log_level="warning")
+    check_tls(tls_cert, tls_key)
+    jmap = JmapConfig()
+    web = create_app(app.store, owner=owner, jmap=jmap)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            jmap.stopping.set()  # end push streams instead of waiting for them
+            super().handle_exit(sig, frame)
+
+    scheme = "https" if tls_cert else "http"
+    click.echo(f"mailroom is serving on {scheme}://{host}:{port}/ (Ctrl-C stops it).")
+    click.echo(f"JMAP clients connect to {scheme}://{host}:{port}/.well-known/jmap")
+    config = uvicorn.Config(
+        web,
+        host=host,
+        port=port,
+        log_level="warning",
+        ssl_certfile=str(tls_cert) if tls_cert else None,
+        ssl_keyfile=str(tls_key) if tls_key else None,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+    )
+    runtime = None
+    if not no_jobs:
+        from mailroom.jobs.runtime import Runtime
+
+        runtime = Runtime(app.store, app.settings)
+        runtime.start_consumers()
+        runtime.start_supervisor()
+    try:
+        Server(config).run()
+    finally:
+        if runtime is not None:
+            runtime.stop()

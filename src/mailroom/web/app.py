@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from mailroom import __version__
 from mailroom.errors import NotFoundError
+from mailroom.jmap.app import JmapConfig, jmap_routes
 from mailroom.owners import get_or_create_user
 from mailroom.reading import message_detail, newest_threads
 from mailroom.store.engine import Store
@@ -36,8 +37,8 @@ def _page(name: str, status: int = 200, **values: object) -> HTMLResponse:
     return HTMLResponse(body, status_code=status, headers={"Content-Security-Policy": CSP})
 
 
-def create_app(store: Store, owner: str = "me") -> Starlette:
-    """The web application serving ``owner``'s mail from ``store``."""
+def create_app(store: Store, owner: str = "me", jmap: JmapConfig | None = None) -> Starlette:
+    """The web application serving ``owner``'s mail from ``store``, and JMAP for every user."""
 
     async def health(_request: Request) -> Response:
         with store.session() as session:
@@ -88,5 +89,6 @@ def create_app(store: Store, owner: str = "me") -> Starlette:
             Route("/", index),
             Route("/threads/{thread_id:int}", thread_page),
             Route("/messages/{message_id:int}/html", message_html),
+            *jmap_routes(store, jmap),
         ]
     )

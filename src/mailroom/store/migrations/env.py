@@ -11,7 +11,9 @@ config = context.config
 target_metadata = Base.metadata
 
 
-def include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+def include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
     """Leave the search tables (FTS5 shadow tables, tsvector) to hand-written migrations."""
     return not (type_ == "table" and name is not None and name.startswith("message_search"))
 

@@ -2,6 +2,7 @@
 
 from mailroom.store.models.base import Base, UtcDateTime, utcnow
 from mailroom.store.models.changes import CHANGE_KINDS, Change
+from mailroom.store.models.jmap import ChangeFloor
 from mailroom.store.models.labels import SYSTEM_ROLES, Folder, Label, LabelBinding
 from mailroom.store.models.messages import (
     Blob,
@@ -29,6 +30,7 @@ __all__ = [
     "Base",
     "Blob",
     "Change",
+    "ChangeFloor",
     "Folder",
     "Label",
     "LabelBinding",

@@ -19,7 +19,9 @@ class User(Base):
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(500))
-    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default=text("'{}'"))
+    settings: Mapped[dict[str, Any]] = mapped_column(
+        JSON, default=dict, server_default=text("'{}'")
+    )
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 

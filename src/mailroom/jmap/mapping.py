@@ -1,0 +1,61 @@
+"""How mailroom's model appears in JMAP: label roles as mailbox roles, state as keywords.
+
+================ ================== =========================================
+mailroom role    JMAP mailbox role  keyword
+================ ================== =========================================
+inbox            inbox
+sent             sent
+drafts           drafts             ``$draft`` (read-only: in Drafts)
+archive          archive
+spam             junk
+trash            trash
+snoozed          snoozed
+starred          flagged            ``$flagged`` (the Starred label)
+(seen_at)                           ``$seen``
+================ ================== =========================================
+
+Only ``$seen`` and ``$flagged`` can be set; other keywords have no place in
+the store yet and are refused with ``invalidProperties`` rather than
+silently dropped.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mailroom.store.models import Label
+
+JMAP_ROLE = {
+    "inbox": "inbox",
+    "sent": "sent",
+    "drafts": "drafts",
+    "archive": "archive",
+    "spam": "junk",
+    "trash": "trash",
+    "snoozed": "snoozed",
+    "starred": "flagged",
+}
+MAILROOM_ROLE = {jmap: ours for ours, jmap in JMAP_ROLE.items()}
+
+SORT_ORDER = {
+    "inbox": 1,
+    "starred": 2,
+    "snoozed": 3,
+    "drafts": 4,
+    "sent": 5,
+    "archive": 6,
+    "spam": 7,
+    "trash": 8,
+}
+USER_LABEL_SORT_ORDER = 100
+
+SETTABLE_KEYWORDS = frozenset({"$seen", "$flagged"})
+
+
+def role_labels(session: Session, user_id: int) -> dict[str, int]:
+    """The user's system labels by mailroom role (without creating any)."""
+    rows = session.execute(
+        select(Label.role, Label.id).where(Label.user_id == user_id, Label.role.is_not(None))
+    )
+    return {role: label_id for role, label_id in rows if role}

@@ -1,0 +1,58 @@
+"""JMAP methods, one module per data type; :data:`METHODS` maps names to handlers."""
+
+from __future__ import annotations
+
+from mailroom.jmap.dispatcher import Handler, Method
+from mailroom.jmap.methods import core, email, identity, mailbox, snippet, submission, thread
+from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION
+
+GET = frozenset({"accountId", "ids", "properties"})
+CHANGES = frozenset({"accountId", "sinceState", "maxChanges"})
+QUERY = frozenset(
+    {"accountId", "filter", "sort", "position", "anchor", "anchorOffset", "limit", "calculateTotal"}
+)
+QUERY_CHANGES = frozenset(
+    {"accountId", "filter", "sort", "sinceQueryState", "maxChanges", "upToId", "calculateTotal"}
+)
+SET = frozenset({"accountId", "ifInState", "create", "update", "destroy"})
+EMAIL_GET = GET | {
+    "bodyProperties",
+    "fetchTextBodyValues",
+    "fetchHTMLBodyValues",
+    "fetchAllBodyValues",
+    "maxBodyValueBytes",
+}
+
+
+def _method(capability: str, handler: Handler, arguments: frozenset[str] | None) -> Method:
+    return Method(capability, handler, arguments)
+
+
+METHODS: dict[str, Method] = {
+    "Core/echo": _method(CORE, core.echo, None),
+    "Mailbox/get": _method(MAIL, mailbox.mailbox_get, GET),
+    "Mailbox/changes": _method(MAIL, mailbox.mailbox_changes, CHANGES),
+    "Mailbox/query": _method(MAIL, mailbox.mailbox_query, QUERY | {"sortAsTree", "filterAsTree"}),
+    "Mailbox/queryChanges": _method(MAIL, mailbox.mailbox_query_changes, QUERY_CHANGES),
+    "Thread/get": _method(MAIL, thread.thread_get, GET),
+    "Thread/changes": _method(MAIL, thread.thread_changes, CHANGES),
+    "Email/get": _method(MAIL, email.email_get, EMAIL_GET),
+    "Email/changes": _method(MAIL, email.email_changes, CHANGES),
+    "Email/query": _method(MAIL, email.email_query, QUERY | {"collapseThreads"}),
+    "Email/queryChanges": _method(
+        MAIL, email.email_query_changes, QUERY_CHANGES | {"collapseThreads"}
+    ),
+    "Email/set": _method(MAIL, email.email_set, SET),
+    "SearchSnippet/get": _method(
+        MAIL, snippet.snippet_get, frozenset({"accountId", "filter", "emailIds"})
+    ),
+    "Identity/get": _method(SUBMISSION, identity.identity_get, GET),
+    "EmailSubmission/get": _method(SUBMISSION, submission.submission_get, GET),
+    "EmailSubmission/set": _method(
+        SUBMISSION,
+        submission.submission_set,
+        SET | {"onSuccessUpdateEmail", "onSuccessDestroyEmail"},
+    ),
+}
+
+__all__ = ["METHODS"]

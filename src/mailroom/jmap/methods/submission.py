@@ -1,0 +1,55 @@
+"""``EmailSubmission/get`` and ``/set`` (RFC 8621 §7): sending is not there yet.
+
+Until the outbound lanes exist, every submission is refused per object
+with ``forbidden`` and a sentence saying so, and there are no submissions
+to get. The capability is still advertised so that clients find
+``Identity/get``, which lives under it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from mailroom.jmap.dispatcher import Context
+from mailroom.jmap.errors import invalid_arguments, set_error
+from mailroom.jmap.methods.common import requested_ids
+
+NOT_YET = "mailroom cannot send mail yet; sending arrives with the outbound work."
+
+
+def submission_get(context: Context, _session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    """EmailSubmission/get: there are none."""
+    context.check_account(args)
+    wanted = requested_ids(context, args) or []
+    return {"accountId": context.account_id, "state": "0", "list": [], "notFound": wanted}
+
+
+def submission_set(context: Context, _session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    """EmailSubmission/set: every object refused with ``forbidden``."""
+    context.check_account(args)
+    create = args.get("create") or {}
+    update = args.get("update") or {}
+    destroy = args.get("destroy") or []
+    if (
+        not isinstance(create, dict)
+        or not isinstance(update, dict)
+        or not isinstance(destroy, list)
+    ):
+        raise invalid_arguments("create, update and destroy have the wrong types.")
+    return {
+        "accountId": context.account_id,
+        "oldState": "0",
+        "newState": "0",
+        "created": None,
+        "updated": None,
+        "destroyed": None,
+        "notCreated": {key: set_error("forbidden", NOT_YET) for key in create} or None,
+        "notUpdated": {key: set_error("notFound", "There is no such submission.") for key in update}
+        or None,
+        "notDestroyed": {
+            str(key): set_error("notFound", "There is no such submission.") for key in destroy
+        }
+        or None,
+    }
