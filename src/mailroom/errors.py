@@ -9,6 +9,7 @@ traceback::
     ├── StoreError                the database cannot be opened or migrated
     ├── SourceError               an import path is missing, unreadable or unknown
     ├── NotFoundError             a named user, account, message or thread is unknown
+    ├── RuleError                 an owner's rule is invalid (mailroom.rules)
     └── ProviderError             a mail provider refused or failed (see providers.base)
 """
 
@@ -33,6 +34,10 @@ class SourceError(MailroomError):
 
 class NotFoundError(MailroomError):
     """A named object does not exist for this owner."""
+
+
+class RuleError(MailroomError):
+    """A rule the owner wrote is invalid: no condition, no action, an unknown tab, ..."""
 
 
 class ProviderError(MailroomError):

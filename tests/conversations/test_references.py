@@ -13,14 +13,16 @@ from mailroom.store.models import Change, Message
 from tests.factories import make_message
 from tests.helpers import ingest, make_account, thread_of
 
-# Two conversations: a → b → c (c references both), and x → y, plus a loner.
+# Two conversations: a → b → c (c references both), and x → y; w answers "Plan" without
+# references (joins by subject: shares Alice and Bob), z does too but shares nobody (alone).
 CONVERSATIONS = [
     ("a", make_message("a@x", subject="Plan")),
     ("b", make_message("b@x", subject="Re: Plan", in_reply_to="a@x", references=["a@x"])),
     ("c", make_message("c@x", subject="Re: Plan", in_reply_to="b@x", references=["a@x", "b@x"])),
     ("x", make_message("x@x", subject="Other")),
     ("y", make_message("y@x", subject="Re: Other", in_reply_to="x@x", references=["x@x"])),
-    ("z", make_message("z@x", subject="Re: Plan")),  # a reply prefix but no references
+    ("w", make_message("w@x", subject="RE: Plan", sender="Bob <bob@example.net>", minutes=5)),
+    ("z", make_message("z@x", subject="Re: Plan", sender="eve@example.com", to="mallory@x.test")),
 ]
 
 
@@ -33,7 +35,7 @@ def _partition(store: Store) -> set[frozenset[str]]:
     return {frozenset(group) for group in groups.values()}
 
 
-EXPECTED = {frozenset("abc"), frozenset("xy"), frozenset("z")}
+EXPECTED = {frozenset("abcw"), frozenset("xy"), frozenset("z")}
 
 
 def test_reply_joins_parent_thread(store: Store) -> None:

@@ -6,7 +6,8 @@ exists because the one after it would get these messages wrong:
 
 1. ``provider_label`` — Gmail's CATEGORY_* labels win outright.
 2. ``correspondent`` — the owner has written to this sender: Primary.
-3. ``forums`` — mailing-list headers (List-Id, List-Post, Mailing-List). Before
+3. ``forums`` — mailing-list headers (List-Post, Mailing-List, Mailman's
+   X-BeenThere, or a List-Id that is not a newsletter service's). Before
    promotions, because list traffic carries List-Unsubscribe too.
 4. ``promotions`` — List-Unsubscribe, Precedence: bulk, marketing mailers.
 5. ``social`` — a short, high-signal list of social network sender domains.
@@ -22,6 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+
+from mailroom.conversations.subject import is_reply
 
 PRIMARY = "primary"
 CATEGORIES = ("primary", "promotions", "social", "updates", "forums")
@@ -74,6 +77,17 @@ _MARKETING_MAILERS = re.compile(
 )
 
 
+# Headers only discussion lists carry (people post to them); List-Id is weighed separately.
+_FORUM_HEADERS = (
+    "list-post",
+    "mailing-list",
+    "x-mailing-list",
+    "x-mailman-version",
+    "x-beenthere",
+)
+_CAMPAIGN_HEADERS = ("x-campaign", "x-campaignid", "x-mc-user", "x-sg-eid")
+
+
 @dataclass(frozen=True, slots=True)
 class CategoryFacts:
     """What the cascade may look at: stored headers, labels and the owner's context."""
@@ -124,9 +138,19 @@ def _cascade(facts: CategoryFacts) -> CategoryDecision:
     if sender and sender in facts.correspondents:
         return CategoryDecision(PRIMARY, "correspondent", f"you have written to {sender}")
     headers = facts.headers
-    for name in ("list-id", "list-post", "mailing-list", "x-mailing-list"):
+    for name in _FORUM_HEADERS:
         if headers.get(name):
             return CategoryDecision("forums", "forums", f"{name}: {headers[name][:120]}")
+    list_id = headers.get("list-id", "")
+    if list_id:
+        # A List-Id alone is also what newsletter services stamp on their campaigns; one of
+        # theirs (or their campaign headers) makes it marketing, anything else a forum.
+        marketing = _MARKETING_MAILERS.search(list_id) or any(
+            headers.get(name) for name in _CAMPAIGN_HEADERS
+        )
+        if not marketing:
+            return CategoryDecision("forums", "forums", f"list-id: {list_id[:120]}")
+        return CategoryDecision("promotions", "promotions", f"newsletter list-id: {list_id[:120]}")
     precedence = headers.get("precedence", "").strip().lower()
     if precedence == "list":
         return CategoryDecision("forums", "forums", "precedence: list")
@@ -134,7 +158,7 @@ def _cascade(facts: CategoryFacts) -> CategoryDecision:
         return CategoryDecision("promotions", "promotions", "list-unsubscribe header")
     if precedence in ("bulk", "junk"):
         return CategoryDecision("promotions", "promotions", f"precedence: {precedence}")
-    for name in ("x-mailer", "x-campaign", "x-mc-user", "feedback-id", "x-sg-eid"):
+    for name in ("x-mailer", *_CAMPAIGN_HEADERS, "feedback-id"):
         value = headers.get(name, "")
         if value and (name != "x-mailer" or _MARKETING_MAILERS.search(value)):
             return CategoryDecision("promotions", "promotions", f"{name}: {value[:80]}")
@@ -146,7 +170,6 @@ def _cascade(facts: CategoryFacts) -> CategoryDecision:
         return CategoryDecision("updates", "updates", f"automated sender {sender}")
     if headers.get("auto-submitted", "no").strip().lower() not in ("", "no"):
         return CategoryDecision("updates", "updates", "auto-submitted header")
-    is_reply = facts.subject.lstrip().lower().startswith(("re:", "aw:", "fwd:", "wg:"))
-    if not is_reply and (match := _UPDATE_SUBJECT.search(facts.subject)):
+    if not is_reply(facts.subject) and (match := _UPDATE_SUBJECT.search(facts.subject)):
         return CategoryDecision("updates", "updates", f"subject mentions {match.group(0)!r}")
     return CategoryDecision(PRIMARY, "default", "")

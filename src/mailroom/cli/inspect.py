@@ -6,7 +6,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from mailroom.categories.cascade import CategoryDecision
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.reading import list_messages, message_detail, search_ids
@@ -96,11 +95,11 @@ def show_command(app: AppContext, message: int, owner: str) -> None:
 @pass_app
 @plain_errors
 def explain_command(app: AppContext, message: int, owner: str) -> None:
-    """Say which inbox tab a message is in and why."""
+    """Say which inbox tab a message is in and why (recomputed from stored data)."""
+    from mailroom.categories.recompute import explain
+
     with app.store.session() as session:
         user = get_user(session, owner)
-        detail = message_detail(session, user.id, message)
-    decision = CategoryDecision(
-        str(detail["category"]), str(detail["category_stage"]), str(detail["category_signal"] or "")
-    )
-    click.echo(decision.explain())
+        why = explain(session, user.id, message)
+    for line in why.lines():
+        click.echo(line)

@@ -4,6 +4,13 @@
 fields here are derived after each batch: last-message time and category
 from the newest message (unless the owner pinned the category), subject from
 the oldest message (the one the others reply to).
+
+A message's tab is its rule category when a rule of the owner filed it
+(``messages.rule_category``, never touched by recomputation), else its
+computed category. ``refresh_categories`` is the statement recomputations
+(backfill, a switched tab, a new correspondent) use: it writes only the
+threads whose tab changes and returns them, so callers announce exactly
+those to JMAP.
 """
 
 from __future__ import annotations
@@ -13,21 +20,46 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+_NEWEST_TAB = """(SELECT COALESCE(m.rule_category, m.category) FROM messages m
+                  WHERE m.thread_id = threads.id
+                  ORDER BY m.received_at DESC, m.id DESC LIMIT 1)"""
+
 _REFRESH = text(
-    """
+    f"""
     UPDATE threads SET
       last_message_at = (SELECT max(m.received_at) FROM messages m WHERE m.thread_id = threads.id),
       subject = COALESCE((SELECT m.subject FROM messages m WHERE m.thread_id = threads.id
                           ORDER BY m.received_at, m.id LIMIT 1), subject),
-      category = CASE WHEN category_pinned THEN category ELSE
-                 (SELECT m.category FROM messages m WHERE m.thread_id = threads.id
-                  ORDER BY m.received_at DESC, m.id DESC LIMIT 1) END
+      category = CASE WHEN category_pinned THEN category ELSE {_NEWEST_TAB} END
     WHERE id = :id
     """
 )
+
+_CHANGED_TABS = f"""
+    SELECT threads.id, threads.category, {_NEWEST_TAB} AS tab FROM threads
+    WHERE threads.id IN ({{ids}}) AND NOT threads.category_pinned
+"""
+
+_CHUNK = 500
 
 
 def refresh_threads(session: Session, thread_ids: Sequence[int]) -> None:
     """Recompute last-message time, subject and category of these threads."""
     if thread_ids:
         session.execute(_REFRESH, [{"id": thread_id} for thread_id in thread_ids])
+
+
+def refresh_categories(session: Session, thread_ids: Sequence[int]) -> list[int]:
+    """Recompute the tab of these threads; returns (and writes) only those whose tab changed."""
+    changed: list[int] = []
+    ids = sorted(set(thread_ids))
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        params = {f"t{i}": thread_id for i, thread_id in enumerate(chunk)}
+        placeholders = ", ".join(f":{name}" for name in params)
+        rows = session.execute(text(_CHANGED_TABS.format(ids=placeholders)), params).all()
+        updates = [{"id": tid, "tab": tab} for tid, category, tab in rows if category != tab]
+        if updates:
+            session.execute(text("UPDATE threads SET category = :tab WHERE id = :id"), updates)
+            changed.extend(row["id"] for row in updates)
+    return sorted(changed)

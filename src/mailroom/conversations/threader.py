@@ -3,33 +3,68 @@
 Stages, each because the one below is not good enough:
 
 1. ``provider`` — the provider's conversation id (Gmail threadId, Graph
-   conversationId) within the same account.
-2. ``references`` — RFC 5322 In-Reply-To / References: join the thread of
-   any stored message this one names, or that names the same ancestors
-   (a parent that never arrived still ties its replies together).
-3. (subject rescue lives in ``conversations.subject``, see the
-   conversations issue).
+   conversationId) within the same account. Messages of the batch being
+   threaded are found through ``ProviderThreadMap``, an in-memory map
+   (account, provider id) → thread, bounded at ``PROVIDER_MAP_LIMIT``
+   entries, whose every hit is checked against the live session (a thread
+   merged away or rolled back is never returned); a miss falls back to SQL.
+2. ``references`` — RFC 5322 In-Reply-To / References (as filtered and
+   capped by ``conversations.references``): join the thread of any stored
+   message this one names, or that names the same ancestors (a parent that
+   never arrived still ties its replies together). With nothing stored yet
+   the message still starts a thread marked ``references``.
+3. ``subject`` — the rescue for replies that name no parent at all
+   (``conversations.rescue``, run once per batch after the other stages).
 4. adoption — stored messages whose In-Reply-To / References name *this*
    message are pulled in, merging their threads into one.
 
-All candidates found are merged (the oldest thread survives), so the final
-partition is the connected components of the reference graph: it does not
-depend on arrival order or batch boundaries. Messages of the same unflushed
-batch are found because every assignment is written with SQL at once (the
-"in-memory map" of other designs is the transaction itself).
+Stages 1, 2 and 4 merge every candidate they find (the oldest thread
+survives), so without stage 3 the partition is the connected components of
+the reference graph, independent of arrival order and batch boundaries.
+Stage 3 recomputes the part of the partition it can affect from stored data
+(see ``conversations.rescue``), so the whole cascade keeps that property.
+Assignments are written with SQL at once, so later messages of the same
+batch see earlier ones.
 
-References considered per message are capped (``ingest.batch.MAX_REFERENCES``).
+``assign`` must be idempotent per message: threading a message twice leaves
+it where it is.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import TextClause, bindparam, select, text, update
+from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
-from mailroom.store.models import Message, MessageRef, Thread
+from mailroom.store.models import Message, Thread
+
+PROVIDER_MAP_LIMIT = 500
+
+# Plain SQL built once: these run several times per message, and building ORM statements
+# each time cost more than running them. ``user_id + 0`` keeps SQLite (which has no
+# statistics) from scanning all of the user's messages through the (user_id, received_at)
+# index instead of using the selective one.
+_MESSAGE = text(
+    "SELECT account_id, message_id_header, provider_thread_id, thread_id FROM messages "
+    "WHERE id = :id"
+)
+_REFS = text("SELECT ref FROM message_refs WHERE message_id = :id")
+_BY_PROVIDER = text(
+    "SELECT DISTINCT thread_id FROM messages WHERE user_id + 0 = :user AND account_id = :account "
+    "AND provider_thread_id = :key AND thread_id IS NOT NULL AND id != :exclude"
+)
+_NAMED = text(
+    "SELECT DISTINCT thread_id FROM messages WHERE user_id + 0 = :user "
+    "AND message_id_header IN :names AND thread_id IS NOT NULL AND id != :exclude"
+).bindparams(bindparam("names", expanding=True))
+_NAMING = text(
+    "SELECT DISTINCT m.thread_id FROM message_refs r JOIN messages m ON m.id = r.message_id "
+    "WHERE r.ref IN :names AND m.user_id + 0 = :user AND m.thread_id IS NOT NULL "
+    "AND m.id != :exclude"
+).bindparams(bindparam("names", expanding=True))
 
 
 @dataclass
@@ -41,43 +76,82 @@ class ThreadOutcome:
     destroyed: set[int] = field(default_factory=set)
 
 
+class ProviderThreadMap:
+    """(account, provider conversation id) → thread id for the batch being threaded.
+
+    Bounded (least recently used entries go first) and checked on every hit
+    against the live session, so a thread that was merged away, deleted or
+    rolled back is never handed out.
+    """
+
+    def __init__(self, limit: int = PROVIDER_MAP_LIMIT) -> None:
+        self.limit = limit
+        self._threads: OrderedDict[tuple[int, str], int] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._threads)
+
+    def get(self, session: Session, account_id: int, key: str) -> int | None:
+        """The thread of this conversation if known and still alive, else None."""
+        thread_id = self._threads.get((account_id, key))
+        if thread_id is None:
+            return None
+        alive = session.scalar(select(Thread.id).where(Thread.id == thread_id))
+        if alive is None:
+            del self._threads[(account_id, key)]
+            return None
+        self._threads.move_to_end((account_id, key))
+        return thread_id
+
+    def put(self, account_id: int, key: str, thread_id: int) -> None:
+        """Remember the thread of a conversation, forgetting the oldest entry when full."""
+        self._threads[(account_id, key)] = thread_id
+        self._threads.move_to_end((account_id, key))
+        while len(self._threads) > self.limit:
+            self._threads.popitem(last=False)
+
+    def merged(self, survivor: int, dissolved: set[int]) -> None:
+        """Point entries of dissolved threads at the survivor."""
+        if dissolved:
+            for key, thread_id in self._threads.items():
+                if thread_id in dissolved:
+                    self._threads[key] = survivor
+
+
 class Threader:
-    """Assigns messages of one user to threads; must be idempotent per message."""
+    """Assigns messages of one user to threads (stages 1, 2 and 4); idempotent per message."""
 
     def __init__(self, session: Session, user_id: int) -> None:
         self.session = session
         self.user_id = user_id
         self.merger = ThreadMerger(session, user_id)
+        self.provider_map = ProviderThreadMap()
 
     def assign(self, message_id: int) -> ThreadOutcome:
         """Put the message into its conversation, merging conversations it connects."""
         session = self.session
-        message = session.execute(
-            select(
-                Message.account_id,
-                Message.message_id_header,
-                Message.provider_thread_id,
-                Message.thread_id,
-            ).where(Message.id == message_id)
-        ).one()
-        refs = list(
-            session.scalars(select(MessageRef.ref).where(MessageRef.message_id == message_id))
-        )
+        message = session.execute(_MESSAGE, {"id": message_id}).one()
+        refs = list(session.scalars(_REFS, {"id": message_id}))
         candidates: set[int] = set()
         origin = "new"
         if message.provider_thread_id:
-            found = self._threads_where(
-                Message.account_id == message.account_id,
-                Message.provider_thread_id == message.provider_thread_id,
-                exclude=message_id,
-            )
+            known = self.provider_map.get(session, message.account_id, message.provider_thread_id)
+            if known is not None:
+                found = {known}
+            else:
+                found = self._threads(
+                    _BY_PROVIDER,
+                    account=message.account_id,
+                    key=message.provider_thread_id,
+                    exclude=message_id,
+                )
             if found:
                 origin = "provider"
             candidates |= found
         names = [*refs, message.message_id_header] if message.message_id_header else refs
         if names:
-            found = self._threads_where(Message.message_id_header.in_(names), exclude=message_id)
-            found |= self._threads_naming(names, exclude=message_id)
+            found = self._threads(_NAMED, names=names, exclude=message_id)
+            found |= self._threads(_NAMING, names=names, exclude=message_id)
             if found and origin == "new":
                 origin = "references"
             candidates |= found
@@ -90,33 +164,15 @@ class Threader:
             session.flush()
             candidates.add(thread.id)
         survivor, destroyed = self.merger.merge(candidates)
+        self.provider_map.merged(survivor, destroyed)
         if message.thread_id != survivor:
             session.execute(
                 update(Message).where(Message.id == message_id).values(thread_id=survivor)
             )
+        if message.provider_thread_id:
+            self.provider_map.put(message.account_id, message.provider_thread_id, survivor)
         return ThreadOutcome(survivor, origin, destroyed)
 
-    def _threads_where(self, *conditions: object, exclude: int) -> set[int]:
-        query = select(Message.thread_id).where(
-            Message.user_id == self.user_id,
-            Message.thread_id.is_not(None),
-            Message.id != exclude,
-            *conditions,  # type: ignore[arg-type]
-        )
-        return {tid for tid in self.session.scalars(query.distinct()) if tid is not None}
-
-    def _threads_naming(self, names: list[str], exclude: int) -> set[int]:
-        """Threads of stored messages whose references include any of ``names``."""
-        other = aliased(Message)
-        query = (
-            select(other.thread_id)
-            .join(MessageRef, MessageRef.message_id == other.id)
-            .where(
-                MessageRef.ref.in_(names),
-                other.user_id == self.user_id,
-                other.thread_id.is_not(None),
-                other.id != exclude,
-            )
-            .distinct()
-        )
-        return {tid for tid in self.session.scalars(query) if tid is not None}
+    def _threads(self, statement: TextClause, **params: object) -> set[int]:
+        rows = self.session.scalars(statement, {"user": self.user_id, **params})
+        return {thread_id for thread_id in rows if thread_id is not None}

@@ -21,10 +21,11 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from sqlalchemy import Insert, select
+from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from mailroom.conversations.references import reference_chain
 from mailroom.ingest.pipeline import Batch, StoredMessage, run_pipeline
 from mailroom.mime import Address, ParsedMessage, parse_message
 from mailroom.store import changelog
@@ -32,8 +33,6 @@ from mailroom.store.models import Message, MessageLabel, MessageLocation, Messag
 from mailroom.store.search import SearchDocument, index_documents
 
 log = logging.getLogger(__name__)
-
-MAX_REFERENCES = 50  # newest References kept per message; deeper chains add nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +74,7 @@ class BatchResult:
     thread_ids: set[int] = field(default_factory=set)
 
 
-def _insert(session: Session, table: Any) -> Insert:
+def _insert(session: Session, table: Any) -> sqlite.Insert | postgresql.Insert:
     if session.get_bind().dialect.name == "sqlite":
         return sqlite.insert(table)
     return postgresql.insert(table)
@@ -196,12 +195,12 @@ def store_batch(
     existing: dict[str, int] = {}
     missing = [pid for pid in parsed_by_id if pid not in created]
     if missing:
-        rows = session.execute(
+        found = session.execute(
             select(Message.provider_id, Message.id).where(
                 Message.account_id == account_id, Message.provider_id.in_(missing)
             )
         )
-        existing = {provider_id: message_id for provider_id, message_id in rows}
+        existing = {provider_id: message_id for provider_id, message_id in found}
     _attach_labels_and_locations(session, parsed_by_id, created, existing, user_id)
 
     stored: list[StoredMessage] = []
@@ -212,7 +211,7 @@ def store_batch(
         stored.append(StoredMessage(message_id, item, parsed))
         if parsed.notes:
             result.repaired += 1
-        chain = _reference_chain(parsed)
+        chain = reference_chain(parsed)  # filtered and capped, see conversations.references
         refs.extend(
             {"message_id": message_id, "ref": ref, "position": pos} for pos, ref in enumerate(chain)
         )
@@ -227,15 +226,6 @@ def store_batch(
     session.flush()
     run_pipeline(Batch(session, account_id, user_id, stored, result.thread_ids))
     return result
-
-
-def _reference_chain(parsed: ParsedMessage) -> list[str]:
-    """In-Reply-To first, then References newest first, capped at MAX_REFERENCES."""
-    chain: list[str] = []
-    for ref in [*parsed.in_reply_to, *reversed(parsed.references)]:
-        if ref and ref != parsed.message_id and ref not in chain:
-            chain.append(ref[:1000])
-    return chain[:MAX_REFERENCES]
 
 
 def _attach_labels_and_locations(

@@ -4,9 +4,14 @@ Precondition: the batch's messages are inserted and flushed (ids exist, the
 search index sees them). Per message, in order: ``sanitize`` (bodies; the raw
 HTML is kept next to the sanitized copy), ``raw`` (the original bytes, when
 the provider handed them over), ``created`` (the JMAP change; the thread is
-not known yet), ``categorize``, ``thread`` (a threading failure is noted on
-the message and never costs the batch). Then once per batch: ``rules``,
-``flush``, ``thread_changes`` (one "updated" per touched thread),
+not known yet), ``owner`` (the owner's addresses and switched-off tabs),
+``harvest`` (recipients of mail the owner sent become correspondents, before
+anything is categorized, so a reply in the same batch already counts),
+``categorize``, ``thread`` (stages 1, 2 and 4 per message, a failure noted on
+the message and never costing the batch; then the subject rescue once for
+the batch). Then once per batch: ``rules`` (one query per rule, after
+threading so archive and trash reach whole conversations), ``flush``,
+``thread_changes`` (derived fields and one "updated" per touched thread),
 ``flush``.
 
 Each stage has a name and one method; the list is ``PIPELINE``.
@@ -24,6 +29,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from mailroom.categories import CategoryFacts, categorize
+from mailroom.categories.correspondents import (
+    SentMessage,
+    correspondents_among,
+    harvest,
+    owner_addresses,
+    senders_by_address,
+    sent_label_id,
+    switched_off,
+)
+from mailroom.conversations.subject import is_reply
 from mailroom.mime import ParsedMessage
 from mailroom.store import changelog
 from mailroom.store.models import Blob, Message, MessageBody
@@ -55,6 +70,16 @@ class Batch:
     destroyed_threads: set[int] = field(default_factory=set)
     correspondents: frozenset[str] = frozenset()
     switched_off: frozenset[str] = frozenset()
+    owner_addresses: frozenset[str] = frozenset()
+    sent_label: int | None = None
+    new_correspondents: set[str] = field(default_factory=set)
+
+    def sent_by_owner(self, item: StoredMessage) -> bool:
+        """Whether the owner sent this message (it is in Sent, or From is an own address)."""
+        if self.sent_label is not None and self.sent_label in item.incoming.label_ids:
+            return True
+        sender = item.parsed.from_[0].email.lower() if item.parsed.from_ else ""
+        return bool(sender) and sender in self.owner_addresses
 
 
 class Stage(Protocol):
@@ -136,6 +161,57 @@ class CreatedChangeStage:
         )
 
 
+class OwnerStage:
+    """Load what the later stages need to know about the owner."""
+
+    name = "owner"
+
+    def run(self, batch: Batch) -> None:
+        session = batch.session
+        batch.owner_addresses = owner_addresses(session, batch.user_id)
+        batch.switched_off = switched_off(session, batch.user_id)
+        batch.sent_label = sent_label_id(session, batch.user_id)
+
+
+class HarvestStage:
+    """Count the recipients of mail the owner sent as correspondents; load the batch's ones.
+
+    When an address becomes a correspondent, the owner's stored mail from it
+    is sorted again (``categories.recompute``), so the tab of a message does
+    not depend on whether the owner's reply arrived before or after it.
+    """
+
+    name = "harvest"
+
+    def run(self, batch: Batch) -> None:
+        session = batch.session
+        sent = [
+            SentMessage(
+                [a.email for a in (*item.parsed.to, *item.parsed.cc, *item.parsed.bcc)],
+                item.parsed.date or item.incoming.received_at,
+            )
+            for item in batch.messages
+            if batch.sent_by_owner(item)
+        ]
+        batch.new_correspondents = harvest(session, batch.user_id, sent, batch.owner_addresses)
+        senders = {item.parsed.from_[0].email for item in batch.messages if item.parsed.from_}
+        batch.correspondents = correspondents_among(session, batch.user_id, senders)
+        if batch.new_correspondents:
+            from mailroom.categories.recompute import recategorize
+
+            ours = {item.message_id for item in batch.messages}
+            earlier = {
+                message_id
+                for ids in senders_by_address(
+                    session, batch.user_id, batch.new_correspondents
+                ).values()
+                for message_id in ids
+                if message_id not in ours
+            }
+            if earlier:
+                recategorize(session, batch.user_id, earlier)  # announces changed tabs itself
+
+
 class CategorizeStage:
     """Decide each message's inbox tab from its stored headers and labels."""
 
@@ -144,7 +220,10 @@ class CategorizeStage:
     def run(self, batch: Batch) -> None:
         rows = []
         for item in batch.messages:
-            decision = categorize(facts_for(item.parsed, item.incoming.provider_labels, batch))
+            facts = facts_for(
+                item.parsed, item.incoming.provider_labels, batch, batch.sent_by_owner(item)
+            )
+            decision = categorize(facts)
             rows.append(
                 {
                     "id": item.message_id,
@@ -157,7 +236,9 @@ class CategorizeStage:
             batch.session.execute(update(Message), rows)
 
 
-def facts_for(parsed: ParsedMessage, provider_labels: list[str], batch: Batch) -> CategoryFacts:
+def facts_for(
+    parsed: ParsedMessage, provider_labels: list[str], batch: Batch, own: bool = False
+) -> CategoryFacts:
     """The category facts of a freshly parsed message."""
     headers: dict[str, str] = {}
     for name, value in parsed.headers:
@@ -169,33 +250,80 @@ def facts_for(parsed: ParsedMessage, provider_labels: list[str], batch: Batch) -
         provider_labels=provider_labels,
         correspondents=batch.correspondents,
         switched_off=batch.switched_off,
+        is_own_message=own,
     )
 
 
 class ThreadStage:
-    """Assign every new message to a conversation (see ``conversations.threader``)."""
+    """Assign every new message to a conversation (``conversations.threader``, ``.rescue``).
+
+    Stages 1, 2 and 4 run per message, each in a savepoint: a failure is
+    noted on that message (``thread_note``) and the others carry on. The
+    subject rescue then runs once for the batch, also in a savepoint; if it
+    fails, the batch keeps the threads the references gave and the failure
+    is noted on the batch's reply-prefixed messages.
+    """
 
     name = "thread"
 
     def run(self, batch: Batch) -> None:
+        from mailroom.conversations.rescue import SubjectRescue
         from mailroom.conversations.threader import Threader
 
-        threader = Threader(batch.session, batch.user_id)
+        session = batch.session
+        threader = Threader(session, batch.user_id)
+        threaded: list[int] = []
+        merged: set[int] = set()
         for item in sorted(batch.messages, key=lambda m: m.message_id):
             try:
-                with batch.session.begin_nested():
+                with session.begin_nested():
                     outcome = threader.assign(item.message_id)
             except Exception as exc:  # one message's threading must never cost the batch
                 log.exception("Threading message %s failed", item.message_id)
-                batch.session.execute(
-                    update(Message)
-                    .where(Message.id == item.message_id)
-                    .values(thread_note=f"threading failed: {exc}"[:1000])
-                )
+                self._note(batch, [item.message_id], f"threading failed: {exc}")
                 continue
+            threaded.append(item.message_id)
             batch.touched_threads.add(outcome.thread_id)
             batch.touched_threads -= outcome.destroyed
             batch.destroyed_threads |= outcome.destroyed
+            merged -= outcome.destroyed
+            if outcome.destroyed:
+                merged.add(outcome.thread_id)
+        if not threaded:
+            return
+        try:
+            with session.begin_nested():
+                rescue = SubjectRescue(session, batch.user_id, batch.owner_addresses)
+                result = rescue.run(threaded, merged)
+        except Exception as exc:  # the rescue must never cost the batch either
+            log.exception("Subject rescue failed for a batch of user %s", batch.user_id)
+            replies = [m.message_id for m in batch.messages if is_reply(m.parsed.subject)]
+            self._note(batch, replies, f"subject threading failed: {exc}")
+            return
+        batch.touched_threads |= result.touched
+        batch.touched_threads -= result.destroyed
+        batch.destroyed_threads |= result.destroyed
+
+    @staticmethod
+    def _note(batch: Batch, message_ids: list[int], note: str) -> None:
+        if message_ids:
+            batch.session.execute(
+                update(Message).where(Message.id.in_(message_ids)).values(thread_note=note[:1000])
+            )
+
+
+class RulesStage:
+    """Apply the owner's rules: one query per rule, actions on whole threads (``rules``)."""
+
+    name = "rules"
+
+    def run(self, batch: Batch) -> None:
+        from mailroom.rules.engine import apply_rules
+
+        outcome = apply_rules(
+            batch.session, batch.user_id, [item.message_id for item in batch.messages]
+        )
+        batch.touched_threads |= outcome.threads - batch.destroyed_threads
 
 
 class FlushStage:
@@ -224,8 +352,11 @@ PIPELINE: list[Stage] = [
     SanitizeStage(),
     RawStage(),
     CreatedChangeStage(),
+    OwnerStage(),
+    HarvestStage(),
     CategorizeStage(),
     ThreadStage(),
+    RulesStage(),
     FlushStage(),
     ThreadChangesStage(),
     FlushStage(),

@@ -593,6 +593,12 @@ POSTGRES_TRIGGERS = [
           DO UPDATE SET message_count = thread_labels.message_count + 1;
         RETURN NEW;
       END IF;
+      -- In a cascade (a user or label being deleted) the label row may be gone
+      -- already: its thread_labels rows go with it instead of being counted down.
+      IF NOT EXISTS (SELECT 1 FROM labels WHERE id = OLD.label_id) THEN
+        DELETE FROM thread_labels WHERE label_id = OLD.label_id;
+        RETURN OLD;
+      END IF;
       UPDATE thread_labels SET message_count = message_count - 1
       WHERE label_id = OLD.label_id
         AND thread_id = (SELECT thread_id FROM messages WHERE id = OLD.message_id);

@@ -1,0 +1,263 @@
+"""Categories from stored data: the backfill, re-sorting after a change, and ``explain``.
+
+Everything here reads only what the store already holds — the headers kept
+in ``message_bodies.headers``, the message's labels (a Gmail
+``CATEGORY_*`` label is the provider id of a label binding of the message's
+account), the owner's correspondents, own addresses and switched-off tabs —
+so the decision is the one ingest made, without refetching anything.
+
+``recategorize`` rewrites the message columns that changed and then the
+tabs of their threads with ``conversations.refresh.refresh_categories``,
+returning only the threads whose tab changed; every caller records those as
+JMAP Thread updates (a phone learns about a re-sort that way).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
+from mailroom.categories.correspondents import (
+    correspondents_among,
+    owner_addresses,
+    rebuild_contacts,
+    sent_label_id,
+    switched_off,
+)
+from mailroom.conversations.refresh import refresh_categories
+from mailroom.errors import NotFoundError
+from mailroom.store import changelog
+from mailroom.store.models import LabelBinding, Message, MessageBody, MessageLabel, Thread
+
+_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerContext:
+    """What the cascade needs to know about the owner, loaded once per run."""
+
+    addresses: frozenset[str]
+    switched_off: frozenset[str]
+    sent_label: int | None
+
+    @classmethod
+    def load(cls, session: Session, user_id: int) -> OwnerContext:
+        """The owner's addresses, switched-off tabs and Sent label id."""
+        return cls(
+            owner_addresses(session, user_id),
+            switched_off(session, user_id),
+            sent_label_id(session, user_id),
+        )
+
+
+def first_headers(headers: Sequence[Sequence[str]]) -> dict[str, str]:
+    """Lower-cased header name → its first value (what the cascade looks at)."""
+    found: dict[str, str] = {}
+    for pair in headers:
+        if len(pair) == 2:
+            found.setdefault(str(pair[0]).lower(), str(pair[1]))
+    return found
+
+
+def stored_facts(
+    session: Session, user_id: int, message_ids: Sequence[int], context: OwnerContext
+) -> dict[int, CategoryFacts]:
+    """The category facts of stored messages, from stored data only."""
+    rows = session.execute(
+        select(Message.id, Message.account_id, Message.from_email, Message.subject).where(
+            Message.user_id + 0 == user_id, Message.id.in_(message_ids)
+        )
+    ).all()
+    headers = dict(
+        session.execute(
+            select(MessageBody.message_id, MessageBody.headers).where(
+                MessageBody.message_id.in_(message_ids)
+            )
+        ).all()
+    )
+    labels: dict[int, set[int]] = defaultdict(set)
+    provider: dict[int, list[str]] = defaultdict(list)
+    for message_id, label_id, ref in session.execute(
+        select(MessageLabel.message_id, MessageLabel.label_id, LabelBinding.provider_ref)
+        .join(Message, Message.id == MessageLabel.message_id)
+        .outerjoin(
+            LabelBinding,
+            (LabelBinding.label_id == MessageLabel.label_id)
+            & (LabelBinding.account_id == Message.account_id),
+        )
+        .where(MessageLabel.message_id.in_(message_ids))
+    ):
+        labels[message_id].add(label_id)
+        if ref and ref.startswith("CATEGORY_"):
+            provider[message_id].append(ref)
+    senders = {row.from_email.lower() for row in rows if row.from_email}
+    correspondents = correspondents_among(session, user_id, senders)
+    facts: dict[int, CategoryFacts] = {}
+    for row in rows:
+        sender = (row.from_email or "").lower()
+        own = sender in context.addresses or (
+            context.sent_label is not None and context.sent_label in labels[row.id]
+        )
+        facts[row.id] = CategoryFacts(
+            from_email=row.from_email or "",
+            subject=row.subject or "",
+            headers=first_headers(headers.get(row.id) or []),
+            provider_labels=sorted(provider[row.id]),
+            correspondents=correspondents,
+            switched_off=context.switched_off,
+            is_own_message=own,
+        )
+    return facts
+
+
+@dataclass
+class RecategorizeResult:
+    """What a recomputation changed."""
+
+    messages: int = 0
+    changed_messages: int = 0
+    changed_threads: list[int] = field(default_factory=list)
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield ids[start : start + _CHUNK]
+
+
+def recategorize(
+    session: Session, user_id: int, message_ids: Collection[int] | None = None
+) -> RecategorizeResult:
+    """Recompute the category of these messages (all of the user's if None) and their threads.
+
+    Records a JMAP Email update for each message whose category changed and a
+    Thread update for each thread whose tab changed; returns both counts.
+    """
+    if message_ids is None:
+        ids = list(
+            session.scalars(
+                select(Message.id).where(Message.user_id == user_id).order_by(Message.id)
+            )
+        )
+    else:
+        ids = sorted(set(message_ids))
+    result = RecategorizeResult(messages=len(ids))
+    context = OwnerContext.load(session, user_id)
+    threads: set[int] = set()
+    for chunk in _chunks(ids):
+        facts = stored_facts(session, user_id, chunk, context)
+        current = {
+            row.id: (row.category, row.category_stage, row.category_signal, row.thread_id)
+            for row in session.execute(
+                select(
+                    Message.id,
+                    Message.category,
+                    Message.category_stage,
+                    Message.category_signal,
+                    Message.thread_id,
+                ).where(Message.id.in_(chunk))
+            )
+        }
+        rows: list[dict[str, object]] = []
+        changed: list[int] = []
+        for message_id, fact in facts.items():
+            decision = categorize(fact)
+            category, stage, signal, thread_id = current[message_id]
+            new = (decision.category, decision.stage, decision.signal[:500])
+            if new != (category, stage, signal):
+                rows.append(
+                    {
+                        "id": message_id,
+                        "category": new[0],
+                        "category_stage": new[1],
+                        "category_signal": new[2],
+                    }
+                )
+                changed.append(message_id)
+                if thread_id is not None:
+                    threads.add(thread_id)
+        if rows:
+            session.execute(update(Message), rows)
+            changelog.record(session, user_id, "Email", changed, "updated")
+            result.changed_messages += len(rows)
+    if message_ids is None:
+        threads = set(session.scalars(select(Thread.id).where(Thread.user_id == user_id)))
+    result.changed_threads = refresh_categories(session, sorted(threads))
+    changelog.record(session, user_id, "Thread", result.changed_threads, "updated")
+    return result
+
+
+@dataclass
+class BackfillResult:
+    """What ``backfill_categories`` did."""
+
+    contacts: int
+    new_contacts: int
+    recategorized: RecategorizeResult
+
+
+def backfill_categories(session: Session, user_id: int) -> BackfillResult:
+    """Recount correspondents and recompute every category and tab from stored data."""
+    contacts, added = rebuild_contacts(session, user_id)
+    session.flush()
+    return BackfillResult(contacts, len(added), recategorize(session, user_id))
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a message is in its tab: the live decision, a rule's filing, the thread's tab."""
+
+    message_id: int
+    decision: CategoryDecision
+    rule_category: str | None
+    thread_id: int | None
+    thread_category: str | None
+    thread_pinned: bool
+
+    @property
+    def tab(self) -> str:
+        """The tab the message itself counts for (a rule's filing wins)."""
+        return self.rule_category or self.decision.category
+
+    def lines(self) -> list[str]:
+        """The "why is this here?" text, one sentence per line."""
+        out = [self.decision.explain()]
+        if self.rule_category:
+            out.append(
+                f"Filed into {self.rule_category.capitalize()} by one of your rules "
+                "(the sender's authentication passed)."
+            )
+        if self.thread_id is not None and self.thread_category:
+            pinned = " (pinned by you)" if self.thread_pinned else ""
+            out.append(
+                f"Its conversation {self.thread_id} is in "
+                f"{self.thread_category.capitalize()}{pinned}: a conversation takes the tab "
+                "of its newest message unless pinned."
+            )
+        return out
+
+
+def explain(session: Session, user_id: int, message_id: int) -> Explanation:
+    """Recompute, from stored data, which tab a message belongs in and why."""
+    row = session.execute(
+        select(Message.rule_category, Message.thread_id).where(
+            Message.id == message_id, Message.user_id + 0 == user_id
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
+    context = OwnerContext.load(session, user_id)
+    facts = stored_facts(session, user_id, [message_id], context)[message_id]
+    thread = session.get(Thread, row.thread_id) if row.thread_id is not None else None
+    return Explanation(
+        message_id=message_id,
+        decision=categorize(facts),
+        rule_category=row.rule_category,
+        thread_id=row.thread_id,
+        thread_category=thread.category if thread else None,
+        thread_pinned=bool(thread and thread.category_pinned),
+    )

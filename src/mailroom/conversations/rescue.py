@@ -1,0 +1,399 @@
+"""Stage 3 of threading: the subject rescue, and how it stays independent of arrival order.
+
+The rule (a function of the stored messages, not of their arrival order):
+
+- A message is *eligible* when its subject has a reply prefix
+  (``conversations.subject``), it names no parent (no In-Reply-To /
+  References survived ``conversations.references``) and it has no provider
+  conversation id. A non-reply always starts its own conversation.
+- The reference components (what stages 1, 2 and 4 build) are of two kinds.
+  A component is *rooted* when it holds an opening message (one that names
+  no parent and is not eligible) or a message naming a parent that was
+  never stored (the conversation began before our mail). Otherwise it is a
+  *reply chain*: everything in it goes back to eligible replies.
+- An *anchor* of an eligible message R is any other message A that is not
+  eligible itself, has the same normalized subject, was received within
+  ``SUBJECT_WINDOW`` (30 days) of R, either side, and shares a participant
+  with R (From, To, Cc; the owner's own addresses do not count, or every
+  "Re: invoice" spam would qualify).
+- Only reply chains move. The *candidates* of a chain are the rooted
+  components holding an anchor of one of its eligible replies. The chain
+  joins its candidate when there is exactly one; with none, or with two or
+  more (the subject cannot say which conversation it answers), it stays
+  where references put it. So a rooted conversation never moves, and two of
+  them are never joined by subject: the rescue attaches replies to one
+  existing conversation.
+
+Keeping it order independent: a later arrival can give a chain its first
+candidate (it joins), a second one (it must leave again), merge two
+candidates into one (it may now join), or root the chain itself (a message
+naming a lost parent answers into it; it must leave). So after stages 1, 2
+and 4 have run for a batch, ``SubjectRescue`` finds every eligible message
+whose decision the batch may have changed — the batch's own eligible
+messages, eligible messages anchored by the batch's messages, and those
+anchored by (or inside) threads the batch merged or grew — and recomputes
+the partition of the threads holding them from stored data: reference
+components by union-find, then the rule above. Threads that only provide
+anchors are read-only context: nothing in them can have changed, so they
+are joined whole or left alone. ``ThreadMerger.regroup`` then applies the
+result — merging, and in the rare cases above splitting a chain back out.
+
+Lookups: anchors are found with ``subject ILIKE '%<normalized subject>%'``
+within the 30-day window on the (user, received_at) index and checked
+exactly in Python; eligible messages are found in the windows around the
+anchors among messages without references whose subject starts like a
+reply. On SQLite ``ILIKE`` folds ASCII only, so two subjects differing
+only in the case of non-ASCII letters are not matched (in either
+direction, so the result is still order independent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, not_, or_, select
+from sqlalchemy.orm import Session
+
+from mailroom.conversations.merger import ThreadMerger
+from mailroom.conversations.subject import REPLY_PREFIXES, split_subject
+from mailroom.store.models import Message, MessageRef
+
+log = logging.getLogger(__name__)
+
+SUBJECT_WINDOW = timedelta(days=30)
+_CHUNK = 500
+# Subjects a reply can start with (prefix or list tag) or end with ("(fwd)"); checked exactly later.
+_REPLY_LIKE = (
+    *sorted({f"{p[:2]}%" for p in REPLY_PREFIXES}),
+    "[%",
+    "%(fw)",
+    "%(fwd)",
+)
+
+
+@dataclass(slots=True)
+class Facts:
+    """What the rescue needs to know about one stored message."""
+
+    id: int
+    thread_id: int
+    account_id: int
+    message_id_header: str | None
+    provider_thread_id: str | None
+    received_at: datetime
+    participants: frozenset[str]
+    has_refs: bool
+    reply: bool
+    core: str  # normalized subject, original case (for the LIKE lookup)
+    key: str  # normalized subject, case-folded (for comparing)
+
+    @property
+    def eligible(self) -> bool:
+        """A reply naming no parent: the only kind of message threaded by subject."""
+        return self.reply and not self.has_refs and not self.provider_thread_id and bool(self.key)
+
+    @property
+    def anchor_capable(self) -> bool:
+        """May be the message an eligible reply answers."""
+        return bool(self.key) and not self.eligible
+
+
+@dataclass
+class RescueOutcome:
+    """Threads the rescue changed and threads it dissolved."""
+
+    touched: set[int] = field(default_factory=set)
+    destroyed: set[int] = field(default_factory=set)
+    seeds: set[int] = field(default_factory=set)
+
+
+def _reply_like() -> ColumnElement[bool]:
+    return or_(*(Message.subject.ilike(pattern) for pattern in _REPLY_LIKE))
+
+
+def _eligible_subject(subject: str | None) -> bool:
+    reply, core = split_subject(subject or "")
+    return reply and bool(core)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def _participants(from_email: str, recipients: Any, owner: Collection[str]) -> frozenset[str]:
+    found = {from_email.lower()} if from_email else set()
+    if isinstance(recipients, dict):
+        for kind in ("to", "cc"):
+            for entry in recipients.get(kind) or []:
+                if isinstance(entry, list | tuple) and len(entry) == 2 and entry[1]:
+                    found.add(str(entry[1]).lower())
+    return frozenset(found - set(owner))
+
+
+def _rooted(
+    everything: Sequence[Facts], refs: dict[int, list[str]], component: dict[int, str]
+) -> set[str]:
+    """Rooted components: holding an opening message or a message naming a lost parent."""
+    carried: dict[str, set[str]] = defaultdict(set)
+    named: dict[str, set[str]] = defaultdict(set)
+    rooted: set[str] = set()
+    for facts in everything:
+        root = component[facts.id]
+        names = refs.get(facts.id, ())
+        if not names and not facts.eligible:
+            rooted.add(root)
+        if facts.message_id_header:
+            carried[root].add(facts.message_id_header)
+        named[root].update(names)
+    return rooted | {root for root, ids in named.items() if ids - carried[root]}
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, node: str) -> str:
+        parent = self.parent.setdefault(node, node)
+        while parent != node:
+            grand = self.parent[parent]
+            self.parent[node] = grand
+            node, parent = parent, grand
+        return node
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+class SubjectRescue:
+    """Runs stage 3 for one batch of one user (see the module docstring)."""
+
+    def __init__(self, session: Session, user_id: int, owner_addresses: Collection[str]) -> None:
+        self.session = session
+        self.user_id = user_id
+        self.owner = frozenset(address.lower() for address in owner_addresses)
+        self.merger = ThreadMerger(session, user_id)
+        self._anchor_cache: dict[int, list[Facts]] = {}
+
+    # -- loading -----------------------------------------------------------
+
+    def _columns(self) -> list[Any]:
+        has_refs = exists().where(MessageRef.message_id == Message.id)
+        return [
+            Message.id,
+            Message.thread_id,
+            Message.account_id,
+            Message.message_id_header,
+            Message.provider_thread_id,
+            Message.received_at,
+            Message.subject,
+            Message.from_email,
+            Message.recipients,
+            has_refs.label("has_refs"),
+        ]
+
+    def _facts(self, *conditions: ColumnElement[bool], by_time: bool = False) -> list[Facts]:
+        # Looked up by time, the (user, received_at) index is the one to use; by id or thread,
+        # ``user_id + 0`` keeps SQLite from scanning the user's messages through it.
+        user = Message.user_id == self.user_id if by_time else Message.user_id + 0 == self.user_id
+        rows = self.session.execute(
+            select(*self._columns()).where(user, Message.thread_id.is_not(None), *conditions)
+        )
+        found = []
+        for row in rows:
+            reply, core = split_subject(row.subject or "")
+            found.append(
+                Facts(
+                    id=row.id,
+                    thread_id=row.thread_id,
+                    account_id=row.account_id,
+                    message_id_header=row.message_id_header,
+                    provider_thread_id=row.provider_thread_id,
+                    received_at=row.received_at,
+                    participants=_participants(row.from_email, row.recipients, self.owner),
+                    has_refs=bool(row.has_refs),
+                    reply=reply,
+                    core=core,
+                    key=core.casefold(),
+                )
+            )
+        return found
+
+    def _facts_of_threads(self, thread_ids: Iterable[int]) -> list[Facts]:
+        ids = sorted(set(thread_ids))
+        found: list[Facts] = []
+        for start in range(0, len(ids), _CHUNK):
+            found += self._facts(Message.thread_id.in_(ids[start : start + _CHUNK]))
+        return found
+
+    def _refs(self, message_ids: Sequence[int]) -> dict[int, list[str]]:
+        refs: dict[int, list[str]] = defaultdict(list)
+        ids = sorted(set(message_ids))
+        for start in range(0, len(ids), _CHUNK):
+            rows = self.session.execute(
+                select(MessageRef.message_id, MessageRef.ref).where(
+                    MessageRef.message_id.in_(ids[start : start + _CHUNK])
+                )
+            )
+            for message_id, ref in rows:
+                refs[message_id].append(ref)
+        return refs
+
+    # -- the rule ----------------------------------------------------------
+
+    @staticmethod
+    def is_anchor(reply: Facts, other: Facts) -> bool:
+        """Whether ``other`` is an anchor of the eligible message ``reply``."""
+        return (
+            other.id != reply.id
+            and other.anchor_capable
+            and other.key == reply.key
+            and abs(other.received_at - reply.received_at) <= SUBJECT_WINDOW
+            and bool(reply.participants & other.participants)
+        )
+
+    def anchors(self, reply: Facts) -> list[Facts]:
+        """The anchors of an eligible message, from stored data."""
+        cached = self._anchor_cache.get(reply.id)
+        if cached is not None:
+            return cached
+        pattern = "%" + _escape_like(reply.core) + "%"
+        found = [
+            other
+            for other in self._facts(
+                Message.received_at >= reply.received_at - SUBJECT_WINDOW,
+                Message.received_at <= reply.received_at + SUBJECT_WINDOW,
+                Message.subject.ilike(pattern, escape="!"),
+                Message.id != reply.id,
+                by_time=True,
+            )
+            if self.is_anchor(reply, other)
+        ]
+        self._anchor_cache[reply.id] = found
+        return found
+
+    def replies_anchored_by(self, anchors: Sequence[Facts]) -> list[Facts]:
+        """Stored eligible messages that have one of ``anchors`` as an anchor."""
+        by_key: dict[str, list[Facts]] = defaultdict(list)
+        for anchor in anchors:
+            if anchor.anchor_capable:
+                by_key[anchor.key].append(anchor)
+        if not by_key:
+            return []
+        spans = sorted(
+            (a.received_at - SUBJECT_WINDOW, a.received_at + SUBJECT_WINDOW)
+            for group in by_key.values()
+            for a in group
+        )
+        merged: list[list[datetime]] = []
+        for low, high in spans:
+            if merged and low <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], high)
+            else:
+                merged.append([low, high])
+        reply_like = _reply_like()
+        no_refs = not_(exists().where(MessageRef.message_id == Message.id))
+        found: dict[int, Facts] = {}
+        for start in range(0, len(merged), 50):
+            window = or_(
+                *(
+                    and_(Message.received_at >= low, Message.received_at <= high)
+                    for low, high in merged[start : start + 50]
+                )
+            )
+            for reply in self._facts(
+                window, Message.provider_thread_id.is_(None), no_refs, reply_like, by_time=True
+            ):
+                if reply.eligible and any(self.is_anchor(reply, a) for a in by_key[reply.key]):
+                    found[reply.id] = reply
+        return list(found.values())
+
+    # -- one batch -----------------------------------------------------------
+
+    def run(self, new_ids: Collection[int], changed_threads: Collection[int]) -> RescueOutcome:
+        """Recompute the subject part of the partition the batch may have changed."""
+        new = self._facts(Message.id.in_(sorted(new_ids))) if new_ids else []
+        seeds: dict[int, Facts] = {f.id: f for f in new if f.eligible}
+        anchors = [f for f in new if f.anchor_capable]
+        # Threads whose reference components may have merged: those the batch merged, and
+        # those it grew that hold an eligible message (only subject links make a thread hold
+        # more than one component).
+        grown = {f.thread_id for f in new} - set(changed_threads)
+        scan = set(changed_threads)
+        if grown:
+            rows = self.session.execute(
+                select(Message.thread_id, Message.subject).where(
+                    Message.thread_id.in_(sorted(grown)),
+                    Message.provider_thread_id.is_(None),
+                    not_(exists().where(MessageRef.message_id == Message.id)),
+                    _reply_like(),
+                )
+            )
+            scan |= {t for t, subject in rows if t is not None and _eligible_subject(subject)}
+        for facts in self._facts_of_threads(scan):
+            if facts.eligible:
+                seeds[facts.id] = facts
+            elif facts.anchor_capable:
+                anchors.append(facts)
+        for reply in self.replies_anchored_by(anchors):
+            seeds[reply.id] = reply
+        outcome = RescueOutcome(seeds=set(seeds))
+        if not seeds:
+            return outcome
+        region = {f.thread_id for f in seeds.values()}
+        region_facts = self._facts_of_threads(region)
+        context: set[int] = set()
+        for facts in region_facts:
+            if facts.eligible:
+                context |= {a.thread_id for a in self.anchors(facts)} - region
+        context_facts = self._facts_of_threads(context)
+        everything = [*region_facts, *context_facts]
+        refs = self._refs([f.id for f in everything])
+
+        components = _UnionFind()
+        for facts in everything:
+            node = f"m{facts.id}"
+            components.find(node)
+            if facts.message_id_header:
+                components.union(node, "i" + facts.message_id_header)
+            for ref in refs.get(facts.id, ()):
+                components.union(node, "i" + ref)
+            if facts.provider_thread_id:
+                components.union(node, f"p{facts.account_id}:{facts.provider_thread_id}")
+        component = {f.id: components.find(f"m{f.id}") for f in everything}
+        rooted = _rooted(everything, refs, component)
+        chains: dict[str, list[Facts]] = defaultdict(list)
+        for facts in region_facts:
+            if facts.eligible and component[facts.id] not in rooted:
+                chains[component[facts.id]].append(facts)
+        links: list[tuple[int, int]] = []
+        for chain, replies in chains.items():
+            candidates: dict[str, int] = {}
+            for reply in replies:
+                for anchor in self.anchors(reply):
+                    found = component.get(anchor.id)
+                    if found is not None and found != chain and found in rooted:
+                        candidates.setdefault(found, anchor.id)
+            if len(candidates) == 1:
+                links.append((replies[0].id, next(iter(candidates.values()))))
+        for a, b in links:
+            components.union(f"m{a}", f"m{b}")
+        by_thread: dict[int, list[int]] = defaultdict(list)
+        for facts in context_facts:
+            by_thread[facts.thread_id].append(facts.id)
+        for members in by_thread.values():
+            for other in members[1:]:
+                components.union(f"m{members[0]}", f"m{other}")
+        groups: dict[str, list[int]] = defaultdict(list)
+        for facts in everything:
+            groups[components.find(f"m{facts.id}")].append(facts.id)
+        current = {f.id: f.thread_id for f in everything}
+        touched, destroyed = self.merger.regroup(groups.values(), current)
+        outcome.touched, outcome.destroyed = touched, destroyed
+        return outcome

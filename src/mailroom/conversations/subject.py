@@ -1,0 +1,81 @@
+"""Reply prefixes and the subject key used by the subject rescue (threading stage 3).
+
+A *reply prefix* is one of the words mail clients put before a subject when
+answering or forwarding, in the languages mailroom is used in plus those
+common European clients emit::
+
+    re  fwd  fw  aw  wg  antw  sv  vs  res  rif  tr  doorst
+
+matched case-insensitively, optionally with a counter (``Re[2]:``,
+``Re(3):``, ``RE^2:``) and followed by a colon (ASCII or full-width).
+Prefixes repeat (``AW: Re: Fwd:``) and may be mixed with bracketed tags
+(``[list] Re:``, ``Re: [list] Re:``) and the counter-less list style
+``Re: Re[2]:``.
+
+``subject_key`` strips all of that (and bracketed tags anywhere in the
+prefix run), collapses whitespace and case-folds, so ``AW: [ilug] Re: Plan``
+and ``plan`` have the same key. ``is_reply`` says whether a reply prefix was
+present at all: only such a message is ever threaded by subject.
+
+The key is stored on the message (``messages.subject_key``) as a SHA-1 of the
+normalized text, so the rescue is one indexed lookup and the column stays
+small whatever the subject length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+REPLY_PREFIXES = ("re", "fwd", "fw", "aw", "wg", "antw", "sv", "vs", "res", "rif", "tr", "doorst")
+
+_PREFIX = re.compile(
+    r"^\s*(?:" + "|".join(REPLY_PREFIXES) + r")"
+    r"\s*(?:\[\s*\d+\s*\]|\(\s*\d+\s*\)|\^\s*\d+)?\s*[:：]",
+    re.IGNORECASE,
+)
+_TAG = re.compile(r"^\s*\[[^\[\]]*\]")
+_TRAILING_FWD = re.compile(r"\s*\((?:fwd|fw)\)\s*$", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+
+
+def split_subject(subject: str) -> tuple[bool, str]:
+    """(whether a reply prefix was found, the subject without prefixes and leading tags)."""
+    rest = subject or ""
+    reply = False
+    while True:
+        match = _PREFIX.match(rest)
+        if match:
+            reply = True
+            rest = rest[match.end() :]
+            continue
+        tag = _TAG.match(rest)
+        # A leading tag is stripped only when a prefix or more text follows it, so a
+        # subject that is nothing but "[list]" keeps its text.
+        if tag and rest[tag.end() :].strip():
+            rest = rest[tag.end() :]
+            continue
+        break
+    trailing = _TRAILING_FWD.search(rest)
+    if trailing and rest[: trailing.start()].strip():
+        reply = True
+        rest = rest[: trailing.start()]
+    return reply, _SPACE.sub(" ", rest).strip()
+
+
+def is_reply(subject: str) -> bool:
+    """True when the subject carries a reply or forward prefix (``Re:``, ``AW: Re:``, ...)."""
+    return split_subject(subject)[0]
+
+
+def normalized_subject(subject: str) -> str:
+    """The subject without reply prefixes and list tags, whitespace collapsed, case-folded."""
+    return split_subject(subject)[1].casefold()
+
+
+def subject_key(subject: str) -> str | None:
+    """The stored lookup key of a subject (SHA-1 hex of the normalized text); None if empty."""
+    text = normalized_subject(subject)
+    if not text:
+        return None
+    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
