@@ -29,6 +29,7 @@ from mailroom.conversations.references import reference_chain
 from mailroom.ingest.pipeline import Batch, StoredMessage, run_pipeline
 from mailroom.mime import Address, ParsedMessage, parse_message
 from mailroom.store import changelog
+from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.models import Message, MessageLabel, MessageLocation, MessageRef
 from mailroom.store.search import SearchDocument, index_documents
 
@@ -185,13 +186,14 @@ def store_batch(
         rows.append(_message_row(parsed, item, account_id, user_id))
     if not rows:
         return result
-    statement = (
-        _insert(session, Message)
-        .values(rows)
-        .on_conflict_do_nothing(index_elements=["provider_id", "account_id"])
-        .returning(Message.id, Message.provider_id)
+    inserted = insert_ignoring_conflicts(
+        session,
+        Message,
+        rows,
+        conflict=["provider_id", "account_id"],
+        returning=["id", "provider_id"],
     )
-    created = {provider_id: message_id for message_id, provider_id in session.execute(statement)}
+    created = {row[1]: row[0] for row in inserted}
     existing: dict[str, int] = {}
     missing = [pid for pid in parsed_by_id if pid not in created]
     if missing:
@@ -219,7 +221,7 @@ def store_batch(
             SearchDocument(message_id, parsed.subject, _participants(parsed), parsed.text_body)
         )
     if refs:
-        session.execute(_insert(session, MessageRef).values(refs).on_conflict_do_nothing())
+        insert_ignoring_conflicts(session, MessageRef, refs)
     index_documents(session, documents)
     result.created_ids = [message.message_id for message in stored]
     result.duplicate_ids = list(existing.values())
@@ -253,13 +255,13 @@ def _attach_labels_and_locations(
             for loc in item.locations
         )
     if label_rows:
-        inserted = session.execute(
-            _insert(session, MessageLabel)
-            .values(label_rows)
-            .on_conflict_do_nothing()
-            .returning(MessageLabel.message_id)
-        ).scalars()
-        new_on_existing = sorted({mid for mid in inserted if mid in existing.values()})
+        labelled = insert_ignoring_conflicts(
+            session,
+            MessageLabel,
+            label_rows,
+            returning=["message_id"],
+        )
+        new_on_existing = sorted({row[0] for row in labelled if row[0] in existing.values()})
         changelog.record(session, user_id, "Email", new_on_existing, "updated")
         if new_on_existing:
             threads = session.scalars(
@@ -269,6 +271,4 @@ def _attach_labels_and_locations(
             ).all()
             changelog.record(session, user_id, "Thread", sorted(t for t in threads if t), "updated")
     if location_rows:
-        session.execute(
-            _insert(session, MessageLocation).values(location_rows).on_conflict_do_nothing()
-        )
+        insert_ignoring_conflicts(session, MessageLocation, location_rows)

@@ -24,8 +24,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy import insert, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from mailroom.categories import CategoryFacts, categorize
@@ -41,7 +40,8 @@ from mailroom.categories.correspondents import (
 from mailroom.conversations.subject import is_reply
 from mailroom.mime import ParsedMessage
 from mailroom.store import changelog
-from mailroom.store.models import Blob, Message, MessageBody
+from mailroom.store.bulk import insert_ignoring_conflicts, insert_rows, update_by_id
+from mailroom.store.models import Blob, Message, MessageBody, utcnow
 
 if TYPE_CHECKING:
     from mailroom.ingest.batch import IncomingMessage
@@ -119,7 +119,7 @@ class SanitizeStage:
             for item in batch.messages
         ]
         if rows:
-            batch.session.execute(insert(MessageBody), rows)
+            insert_rows(batch.session, MessageBody, rows)
 
 
 class RawStage:
@@ -139,11 +139,12 @@ class RawStage:
             hashes.append({"id": item.message_id, "raw_sha256": digest})
         if not blobs:
             return
-        values = [{"sha256": d, "size": len(b), "data": b} for d, b in blobs.items()]
-        dialect = batch.session.get_bind().dialect.name
-        stmt = (sqlite if dialect == "sqlite" else postgresql).insert(Blob).values(values)
-        batch.session.execute(stmt.on_conflict_do_nothing())
-        batch.session.execute(update(Message), hashes)
+        values = [
+            {"sha256": d, "size": len(b), "data": b, "created_at": utcnow()}
+            for d, b in blobs.items()
+        ]
+        insert_ignoring_conflicts(batch.session, Blob, values)
+        update_by_id(batch.session, Message, hashes)
 
 
 class CreatedChangeStage:
@@ -232,8 +233,7 @@ class CategorizeStage:
                     "category_signal": decision.signal[:500],
                 }
             )
-        if rows:
-            batch.session.execute(update(Message), rows)
+        update_by_id(batch.session, Message, rows)
 
 
 def facts_for(
@@ -257,8 +257,9 @@ def facts_for(
 class ThreadStage:
     """Assign every new message to a conversation (``conversations.threader``, ``.rescue``).
 
-    Stages 1, 2 and 4 run per message, each in a savepoint: a failure is
-    noted on that message (``thread_note``) and the others carry on. The
+    Stages 1, 2 and 4 run for the whole batch at once (``BatchThreader``);
+    should that fail, they run per message, each in a savepoint: a failure
+    is noted on that message (``thread_note``) and the others carry on. The
     subject rescue then runs once for the batch, also in a savepoint; if it
     fails, the batch keeps the threads the references gave and the failure
     is noted on the batch's reply-prefixed messages.
@@ -268,21 +269,30 @@ class ThreadStage:
 
     def run(self, batch: Batch) -> None:
         from mailroom.conversations.rescue import SubjectRescue
-        from mailroom.conversations.threader import Threader
+        from mailroom.conversations.threader import BatchThreader
 
         session = batch.session
-        threader = Threader(session, batch.user_id)
+        threader = BatchThreader(session, batch.user_id)
         threaded: list[int] = []
         merged: set[int] = set()
-        for item in sorted(batch.messages, key=lambda m: m.message_id):
-            try:
-                with session.begin_nested():
-                    outcome = threader.assign(item.message_id)
-            except Exception as exc:  # one message's threading must never cost the batch
-                log.exception("Threading message %s failed", item.message_id)
-                self._note(batch, [item.message_id], f"threading failed: {exc}")
-                continue
-            threaded.append(item.message_id)
+        ids = sorted(item.message_id for item in batch.messages)
+        try:
+            with session.begin_nested():
+                outcomes = threader.assign_batch(ids)
+        except Exception:  # fall back to one message at a time, each failure costing itself
+            log.exception("Batch threading failed; threading message by message")
+            outcomes = {}
+        for message_id in ids:
+            outcome = outcomes.get(message_id)
+            if outcome is None:
+                try:
+                    with session.begin_nested():
+                        outcome = threader.assign(message_id)
+                except Exception as exc:  # one message's threading must never cost the batch
+                    log.exception("Threading message %s failed", message_id)
+                    self._note(batch, [message_id], f"threading failed: {exc}")
+                    continue
+            threaded.append(message_id)
             batch.touched_threads.add(outcome.thread_id)
             batch.touched_threads -= outcome.destroyed
             batch.destroyed_threads |= outcome.destroyed

@@ -8,17 +8,22 @@ nothing already committed and a rerun stores exactly what is missing
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest import IncomingMessage, Location, store_batch
+from mailroom.ingest.parsing import ParsePool
 from mailroom.ingest.steps import run_steps
 from mailroom.labels.resolver import bind, ensure_system_labels, resolve_path
+from mailroom.mime import ParsedMessage
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers.local.source import LocalMessage, LocalSource, open_source
 from mailroom.store.engine import Store
@@ -78,13 +83,12 @@ def import_path(
         starred = ensure_system_labels(session, user.id)["starred"]
         user_id, account_id = user.id, acct.id
     folders: dict[tuple[str, ...], tuple[int, int]] = {}
-    for chunk in _batches(source.messages(), batch_size):
+
+    def save(chunk: list[LocalMessage], parsed: list[ParsedMessage]) -> None:
+        readable = [message for message in chunk if message.raw is not None]
         with store.session() as session:
             items: list[IncomingMessage] = []
-            for message in chunk:
-                if message.raw is None:
-                    summary.failed.append((message.key, message.error or "unreadable"))
-                    continue
+            for message, parsed_message in zip(readable, parsed, strict=True):
                 if message.folder not in folders:
                     folders[message.folder] = _folder(session, account_id, user_id, message.folder)
                 folder_id, label_id = folders[message.folder]
@@ -96,6 +100,7 @@ def import_path(
                         locations=[Location(folder_id, provider_ref=message.key)],
                         fallback_time=message.mtime,
                         seen=message.seen,
+                        parsed=parsed_message,
                     )
                 )
             result = store_batch(session, account_id, user_id, items)
@@ -106,6 +111,21 @@ def import_path(
         summary.failed.extend(result.failed)
         if progress:
             progress(len(chunk))
+
+    with ParsePool(summary.total) as pool:
+        ahead: deque[tuple[list[LocalMessage], list[tuple[bytes, datetime | None]], Any]] = deque()
+        for chunk in _batches(source.messages(), batch_size):
+            for message in chunk:
+                if message.raw is None:
+                    summary.failed.append((message.key, message.error or "unreadable"))
+            work = [(m.raw, m.mtime) for m in chunk if m.raw is not None]
+            ahead.append((chunk, work, pool.submit(work)))
+            if len(ahead) > 1:
+                done_chunk, done_work, future = ahead.popleft()
+                save(done_chunk, pool.result(future, done_work))
+        while ahead:
+            done_chunk, done_work, future = ahead.popleft()
+            save(done_chunk, pool.result(future, done_work))
     return summary
 
 

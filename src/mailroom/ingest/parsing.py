@@ -1,0 +1,72 @@
+"""Parsing batches in worker processes while the caller stores the previous batch.
+
+Parsing is CPU-bound pure Python; storing is mostly database work. With a
+look-ahead of one batch the two overlap, and with several cores the parsing
+itself spreads over them. Small imports parse inline (starting processes
+costs more than it saves). A worker failure never loses a message: the batch
+is simply parsed inline instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from datetime import datetime
+from types import TracebackType
+
+from mailroom.mime import ParsedMessage, parse_message
+
+log = logging.getLogger(__name__)
+
+PARALLEL_FROM = 1000  # messages; below this, parse inline
+
+
+def parse_all(items: Sequence[tuple[bytes, datetime | None]]) -> list[ParsedMessage]:
+    """Parse (raw, received time) pairs; runs in a worker process."""
+    return [parse_message(raw, received_at=received) for raw, received in items]
+
+
+class ParsePool:
+    """A process pool for parsing (or nothing, for small jobs)."""
+
+    def __init__(self, expected_messages: int, workers: int | None = None) -> None:
+        count = workers or min(4, os.cpu_count() or 1)
+        self._pool: ProcessPoolExecutor | None = None
+        if expected_messages >= PARALLEL_FROM and count > 1:
+            self._pool = ProcessPoolExecutor(
+                count, mp_context=multiprocessing.get_context("forkserver")
+            )
+
+    def __enter__(self) -> ParsePool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, items: Sequence[tuple[bytes, datetime | None]]) -> Future[list[ParsedMessage]]:
+        """Start parsing a batch; the future's result is in the same order."""
+        if self._pool is None:
+            done: Future[list[ParsedMessage]] = Future()
+            done.set_result(parse_all(items))
+            return done
+        return self._pool.submit(parse_all, list(items))
+
+    @staticmethod
+    def result(
+        future: Future[list[ParsedMessage]], items: Sequence[tuple[bytes, datetime | None]]
+    ) -> list[ParsedMessage]:
+        """The parsed batch, parsing inline if the worker failed."""
+        try:
+            return future.result()
+        except Exception:
+            log.exception("A parsing worker failed; parsing the batch in this process")
+            return parse_all(items)
