@@ -8,11 +8,19 @@ from pathlib import Path
 import click
 
 from mailroom import __version__
+from mailroom.cli.accounts import account_group, accounts_command
+from mailroom.cli.backfill import backfill_group
+from mailroom.cli.categories import categories_group
 from mailroom.cli.context import AppContext, setup_logging
 from mailroom.cli.imports import import_command
 from mailroom.cli.inspect import explain_command, list_command, search_command, show_command
+from mailroom.cli.keys import keys_group
 from mailroom.cli.labels import COMMANDS as LABEL_COMMANDS
+from mailroom.cli.rules import rules_group
 from mailroom.cli.serve import serve_command
+from mailroom.cli.sync import sync_command
+from mailroom.cli.users import token_group, user_group
+from mailroom.cli.workers import COMMANDS as WORKER_COMMANDS
 from mailroom.errors import MailroomError
 
 
@@ -44,7 +52,14 @@ cli.add_command(search_command)
 cli.add_command(show_command)
 cli.add_command(explain_command)
 cli.add_command(serve_command)
-for _command in LABEL_COMMANDS:
+cli.add_command(rules_group)
+cli.add_command(categories_group)
+cli.add_command(backfill_group)
+cli.add_command(user_group)
+cli.add_command(token_group)
+for _imap_command in (account_group, accounts_command, keys_group, sync_command):
+    cli.add_command(_imap_command)
+for _command in [*LABEL_COMMANDS, *WORKER_COMMANDS]:
     cli.add_command(_command)
 
 
