@@ -212,3 +212,29 @@ def test_snooze_and_wake_with_injected_time(store: Store) -> None:
         t = session.get(Thread, thread)
         assert t is not None and t.snoozed_until is None and t.unread_count == 1
     assert _thread_roles(store, thread) == {"inbox"}
+
+
+def test_a_reply_wakes_a_snoozed_thread_early(store: Store) -> None:
+    """New mail from someone else in a snoozed thread brings it back to the Inbox at once."""
+    user, thread, ids = _setup(store)
+    with store.session() as session:
+        Operations(session, user).snooze([thread], datetime(2099, 1, 1, tzinfo=UTC))
+    assert _thread_roles(store, thread) == {"snoozed", "archive"}
+    account = (user, *_account_ids(store))
+    ingest(store, account, [("c", make_message("c@x", in_reply_to="b@x", sender="Carol <c@y>"))])
+    assert "inbox" in _thread_roles(store, thread) and "snoozed" not in _thread_roles(store, thread)
+    with store.session() as session:
+        t = session.get(Thread, thread)
+        assert t is not None and t.snoozed_until is None
+
+
+def _account_ids(store: Store) -> tuple[int, int]:
+    """(account id, inbox label id) of the test account."""
+    from mailroom.store.models import Account
+
+    with store.session() as session:
+        account = session.scalars(select(Account)).first()
+        assert account is not None
+        inbox = session.scalar(select(Label.id).where(Label.role == "inbox"))
+        assert inbox is not None
+        return account.id, inbox

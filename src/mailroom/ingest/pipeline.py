@@ -24,7 +24,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from mailroom.categories import CategoryFacts, categorize
@@ -41,7 +41,7 @@ from mailroom.conversations.subject import is_reply
 from mailroom.mime import ParsedMessage
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts, insert_rows, update_by_id
-from mailroom.store.models import Blob, Message, MessageBody, utcnow
+from mailroom.store.models import Blob, Message, MessageBody, Thread, utcnow
 
 if TYPE_CHECKING:
     from mailroom.ingest.batch import IncomingMessage
@@ -336,6 +336,31 @@ class RulesStage:
         batch.touched_threads |= outcome.threads - batch.destroyed_threads
 
 
+class WakeOnReplyStage:
+    """A reply from someone else arriving in a snoozed thread wakes it early."""
+
+    name = "wake_on_reply"
+
+    def run(self, batch: Batch) -> None:
+        from mailroom.labels.operations import Operations
+
+        ids = [item.message_id for item in batch.messages if not batch.sent_by_owner(item)]
+        if not ids:
+            return
+        snoozed = sorted(
+            set(
+                batch.session.scalars(
+                    select(Thread.id)
+                    .join(Message, Message.thread_id == Thread.id)
+                    .where(Message.id.in_(ids), Thread.snoozed_until.is_not(None))
+                )
+            )
+        )
+        if snoozed:
+            Operations(batch.session, batch.user_id).wake(snoozed)
+            batch.touched_threads.update(snoozed)
+
+
 class FlushStage:
     """Flush pending ORM state so the next stage's SQL sees it."""
 
@@ -367,6 +392,7 @@ PIPELINE: list[Stage] = [
     CategorizeStage(),
     ThreadStage(),
     RulesStage(),
+    WakeOnReplyStage(),
     FlushStage(),
     ThreadChangesStage(),
     FlushStage(),
