@@ -1,0 +1,186 @@
+"""``mailroom account add imap``, ``mailroom account disconnect`` and ``mailroom accounts``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import select
+
+from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
+from mailroom.errors import ConfigError, NotFoundError
+from mailroom.owners import DEFAULT_OWNER, get_user
+from mailroom.providers import registry
+from mailroom.providers.imap.account import TLS_MODES, add_imap_account
+from mailroom.store.models import Account, User
+
+
+def _read_password(password_file: Path | None, password_stdin: bool) -> str:
+    if (password_file is None) == (not password_stdin):
+        raise ConfigError(
+            "Give the password with exactly one of --password-file or --password-stdin."
+        )
+    if password_file is not None:
+        try:
+            text = password_file.expanduser().read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"The password file {password_file} does not exist.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+            raise ConfigError(
+                f"The password file {password_file} cannot be read ({reason})."
+            ) from None
+    else:
+        text = sys.stdin.read()
+    password = text[:-1] if text.endswith("\n") else text
+    password = password[:-1] if password.endswith("\r") else password
+    if not password:
+        raise ConfigError("The password is empty.")
+    return password
+
+
+@click.group("account")
+def account_group() -> None:
+    """Connect and disconnect mail accounts."""
+
+
+@account_group.group("add")
+def account_add_group() -> None:
+    """Connect a new account (offline: the first sync checks the credentials)."""
+
+
+@account_add_group.command("imap")
+@click.option("--name", required=True, help="A name for the account, unique per owner.")
+@click.option("--host", required=True, help="The IMAP server, e.g. imap.example.org.")
+@click.option("--port", type=int, default=None, help="Default 993 for ssl, 143 otherwise.")
+@click.option(
+    "--tls",
+    type=click.Choice(TLS_MODES),
+    default="ssl",
+    show_default=True,
+    help="Implicit TLS, STARTTLS, or none (trusted networks only).",
+)
+@click.option("--login", required=True, help="The user name to log in with.")
+@click.option(
+    "--password-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Read the password from this file (one line).",
+)
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--owner", default=DEFAULT_OWNER, show_default=True, help="User owning the account.")
+@pass_app
+@plain_errors
+def add_imap_command(
+    app: AppContext,
+    name: str,
+    host: str,
+    port: int | None,
+    tls: str,
+    login: str,
+    password_file: Path | None,
+    password_stdin: bool,
+    owner: str,
+) -> None:
+    """Add an IMAP account; the password is stored encrypted under the master key."""
+    password = _read_password(password_file, password_stdin)
+    add_imap_account(
+        app.store,
+        app.settings,
+        name=name,
+        host=host,
+        port=port,
+        tls=tls,
+        login=login,
+        password=password,
+        owner=owner,
+    )
+    click.echo(
+        f"Added the IMAP account {name!r} ({login} at {host}); "
+        f"`mailroom sync {name}` checks the login and fetches mail."
+    )
+
+
+@account_group.command("disconnect")
+@click.argument("name")
+@click.option("--owner", default=DEFAULT_OWNER, show_default=True, help="User owning the account.")
+@pass_app
+@plain_errors
+def disconnect_command(app: AppContext, name: str, owner: str) -> None:
+    """Stop syncing an account and forget its password; its mail stays (idempotent)."""
+    with app.store.session() as session:
+        user = get_user(session, owner)
+        account = session.scalar(
+            select(Account).where(Account.user_id == user.id, Account.name == name)
+        )
+        if account is None:
+            raise NotFoundError(f"{owner!r} has no account called {name!r}.")
+        account.status = "disconnected"
+        account.status_reason = "disconnected by the owner"
+        account.secret = None
+        account.watch_state = "idle"
+    click.echo(f"The account {name!r} is disconnected; its mail stays in the store.")
+
+
+def _progress(row: Any, importing: bool) -> str:
+    if not importing:
+        return "done"
+    if not row.import_total:
+        return "starting"
+    percent = min(100.0, 100.0 * row.import_done / row.import_total)
+    return f"{min(row.import_done, row.import_total)}/{row.import_total} ({percent:.0f}%)"
+
+
+@click.command("accounts")
+@click.option("--owner", default=None, help="Only this user's accounts.")
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["table", "jsonl"]),
+    default="table",
+    show_default=True,
+)
+@pass_app
+@plain_errors
+def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
+    """List accounts with their status, watch state and import progress."""
+    rows: list[dict[str, Any]] = []
+    with app.store.session() as session:
+        query = select(Account, User.name).join(User, User.id == Account.user_id)
+        if owner is not None:
+            query = query.where(User.id == get_user(session, owner).id)
+        for account, user_name in session.execute(query.order_by(User.name, Account.name)):
+            importer = registry.importer_for(app.store, account)
+            importing = importer.state(account).importing if importer is not None else False
+            rows.append(
+                {
+                    "owner": user_name,
+                    "name": account.name,
+                    "provider": account.provider,
+                    "status": account.status,
+                    "status_reason": account.status_reason,
+                    "watch_state": account.watch_state,
+                    "importing": importing,
+                    "import_done": account.import_done,
+                    "import_total": account.import_total,
+                    "progress": _progress(account, importing),
+                }
+            )
+    if output == "jsonl":
+        for row in rows:
+            echo_json(row)
+        return
+    if not rows:
+        click.echo("No accounts yet; add one with `mailroom account add imap`.")
+        return
+    table = Table("owner", "account", "provider", "status", "watch", "import")
+    for row in rows:
+        status = row["status"] + (f": {row['status_reason']}" if row["status_reason"] else "")
+        table.add_row(
+            row["owner"], row["name"], row["provider"], status, row["watch_state"], row["progress"]
+        )
+    Console(width=200).print(table)

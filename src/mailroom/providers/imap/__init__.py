@@ -1,0 +1,52 @@
+"""IMAP accounts, synced against any IMAP4rev1 server (CONDSTORE/QRESYNC/MOVE/IDLE when offered).
+
+One concept per module:
+
+``account``     adding an account (offline), its settings and sealed password
+``connection``  connect/TLS/login with clear errors; the commands sync needs
+``login``       opening a stored account's connection, recording ``auth_error``
+``identity``    the provider id of an IMAP message (Message-ID + size, or a hash)
+``state``       the per-folder sync/import marks and the import state query
+``discovery``   folders → labels (special-use, renames, deletes)
+``mirror``      writing the server's view (locations, folder labels, flags)
+``fetcher``     fetching and storing one page of UIDs (shared by sync and import)
+``changes``     flags and expunges (CONDSTORE/QRESYNC/UID diff), UIDVALIDITY re-map
+``syncer``      new mail and changes: ``sync_account``
+``importer``    history, one page per call: ``import_page``
+``propagator``  the operations outbox → the server: ``propagate_pending``
+``watcher``     IDLE on the inbox: ``ImapWatcher``
+"""
+
+from mailroom.providers import registry
+from mailroom.providers.imap.account import PROVIDER, ImapConfig, add_imap_account
+from mailroom.providers.imap.importer import ImapImporter, import_page, import_stalled
+from mailroom.providers.imap.propagator import ImapPropagator, propagate_pending
+from mailroom.providers.imap.state import import_state
+from mailroom.providers.imap.syncer import ImapSyncer, sync_account
+from mailroom.providers.imap.watcher import ImapWatcher
+
+__all__ = [
+    "ImapConfig",
+    "ImapImporter",
+    "ImapPropagator",
+    "ImapSyncer",
+    "ImapWatcher",
+    "add_imap_account",
+    "import_page",
+    "import_stalled",
+    "import_state",
+    "propagate_pending",
+    "sync_account",
+]
+
+registry.register(
+    registry.ProviderEntry(
+        name=PROVIDER,
+        syncer=ImapSyncer,
+        importer=ImapImporter,
+        propagator=ImapPropagator,
+        watcher=lambda store, account_id, settings: ImapWatcher(
+            store, account_id, settings=settings
+        ),
+    )
+)

@@ -1,0 +1,182 @@
+"""Changes other clients made to messages mailroom already has: flags, expunges, renumbering.
+
+Per folder, cheapest way first:
+
+* **QRESYNC** — ``UID FETCH 1:* (FLAGS) (CHANGEDSINCE m VANISHED)`` returns the
+  flags of every message changed since mod-sequence ``m`` *and* the UIDs expunged
+  since then, in one round trip. When the folder's HIGHESTMODSEQ still equals
+  ``m``, nothing changed and nothing is asked.
+* **CONDSTORE** only — the same flag fetch without VANISHED; expunges come from a
+  **UID-set diff**: the UIDs the server has (``UID SEARCH``, ESEARCH when offered)
+  against the UIDs stored for the folder.
+* neither — every stored message's flags are fetched and compared, plus the diff.
+
+A message that vanished from one folder is only *un-located* here; if it was
+moved, the syncer finds it in its new folder in the same sync (it is recognised by
+its provider id and re-located, never deleted and re-created); what is left
+without a location after a full sync is deleted (:func:`.mirror.delete_orphans`).
+
+**UIDVALIDITY change** (:func:`remap_folder`): every stored UID of the folder is
+void. An envelope scan of the folder recognises the messages already stored by
+Message-ID and size and re-maps their locations — nothing is downloaded again,
+nothing is duplicated — and the marks restart as on first contact, so what was
+not recognised is history for the importer.
+
+Flags and expunges of one scan are written in one transaction together with the
+new ``highest_modseq``, so a crash never skips a change.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import update
+
+from mailroom.providers.imap.connection import FolderStatus, ImapConnection
+from mailroom.providers.imap.fetcher import fetch_envelopes
+from mailroom.providers.imap.mirror import (
+    AccountScope,
+    ChangeSet,
+    add_locations,
+    apply_flags,
+    known_messages,
+    located,
+    normalize_flags,
+    remove_locations,
+)
+from mailroom.providers.imap.state import FolderMarks
+from mailroom.store.engine import Store
+from mailroom.store.models import Account, Folder
+
+__all__ = ["ChangeOutcome", "remap_folder", "scan_changes"]
+
+log = logging.getLogger(__name__)
+
+ENVELOPE_CHUNK = 1000
+
+
+@dataclass
+class ChangeOutcome:
+    """What a change scan found."""
+
+    flags_changed: int = 0
+    removed: int = 0
+    affected: set[int] | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything changed in the store."""
+        return bool(self.flags_changed or self.removed)
+
+
+def _server_uids(conn: ImapConnection, status: FolderStatus) -> set[int]:
+    return set(conn.uids("1:*")) if status.exists else set()
+
+
+def scan_changes(
+    conn: ImapConnection,
+    store: Store,
+    scope: AccountScope,
+    folder_id: int,
+    status: FolderStatus,
+    marks: FolderMarks,
+) -> ChangeOutcome:
+    """Apply flag changes and expunges of the selected folder since the last scan."""
+    outcome = ChangeOutcome(affected=set())
+    since = marks.highest_modseq
+    modseq_known = conn.condstore and since is not None and status.highest_modseq is not None
+    if conn.qresync and modseq_known and status.highest_modseq == since:
+        return outcome  # QRESYNC: expunges bump HIGHESTMODSEQ too, so nothing happened
+    flags: dict[int, frozenset[str]] = {}
+    vanished: set[int] = set()
+    if status.exists and modseq_known:
+        modifiers = [f"CHANGEDSINCE {since}"]
+        if conn.qresync:
+            modifiers.append("VANISHED")
+            conn.take_vanished()
+        data = conn.fetch("1:*", ("UID", "FLAGS"), modifiers)
+        flags = {uid: normalize_flags(d.get(b"FLAGS") or ()) for uid, d in data.items()}
+        if conn.qresync:
+            vanished = set(conn.take_vanished())
+    elif status.exists and marks.last_seen_uid:
+        data = conn.fetch(f"1:{marks.last_seen_uid}", ("UID", "FLAGS"))
+        flags = {uid: normalize_flags(d.get(b"FLAGS") or ()) for uid, d in data.items()}
+    with store.session() as session:
+        validity = session.get(Folder, folder_id).uidvalidity  # type: ignore[union-attr]
+        assert validity is not None
+        if not (conn.qresync and modseq_known and status.exists):
+            stored = located(session, folder_id, validity)
+            vanished = set(stored) - _server_uids(conn, status)
+        changes = ChangeSet()
+        if flags:
+            where = located(session, folder_id, validity, flags)
+            by_message = {where[uid]: f for uid, f in flags.items() if uid in where}
+            outcome.flags_changed = len(apply_flags(session, scope, changes, by_message))
+        if vanished:
+            affected = remove_locations(
+                session, scope, changes, folder_id, vanished, uidvalidity=validity
+            )
+            outcome.removed = len(affected)
+            outcome.affected = affected
+        marks.highest_modseq = status.highest_modseq
+        folder = session.get(Folder, folder_id)
+        assert folder is not None
+        marks.save(folder)
+        changes.record(session, scope.user_id)
+    return outcome
+
+
+def remap_folder(
+    conn: ImapConnection,
+    store: Store,
+    scope: AccountScope,
+    folder_id: int,
+    status: FolderStatus,
+    marks: FolderMarks,
+) -> int:
+    """Re-map a folder whose UIDVALIDITY changed; returns how many messages were recognised."""
+    uids = sorted(_server_uids(conn, status))
+    envelopes = {}
+    for start in range(0, len(uids), ENVELOPE_CHUNK):
+        found, _failed = fetch_envelopes(conn, uids[start : start + ENVELOPE_CHUNK])
+        envelopes.update(found)
+    with store.session() as session:
+        known = known_messages(
+            session, scope.account_id, [e.provider_id for e in envelopes.values() if e.provider_id]
+        )
+        matched = [
+            (known[e.provider_id], uid, e.flags)
+            for uid, e in sorted(envelopes.items())
+            if e.provider_id is not None and e.provider_id in known
+        ]
+        changes = ChangeSet()
+        remove_locations(session, scope, changes, folder_id)
+        add_locations(session, scope, changes, folder_id, status.uidvalidity, matched)
+        folder = session.get(Folder, folder_id)
+        assert folder is not None
+        old = folder.uidvalidity
+        folder.uidvalidity = status.uidvalidity
+        top = (status.uidnext - 1) if status.uidnext else max(uids, default=0)
+        marks.last_seen_uid = top
+        marks.import_floor_uid = top + 1 if len(matched) < len(uids) else 1
+        marks.highest_modseq = status.highest_modseq
+        marks.failures.clear()
+        marks.save(folder)
+        unmatched = len(uids) - len(matched)
+        if unmatched:
+            session.execute(
+                update(Account)
+                .where(Account.id == scope.account_id)
+                .values(import_total=Account.import_total + unmatched, import_finished_at=None)
+            )
+        changes.record(session, scope.user_id)
+    log.info(
+        "UIDVALIDITY of folder %s changed (%s -> %s): %d of %d messages re-mapped",
+        folder_id,
+        old,
+        status.uidvalidity,
+        len(matched),
+        len(uids),
+    )
+    return len(matched)

@@ -1,0 +1,320 @@
+"""Folder discovery: the server's folders become ``Folder`` rows bound to the user's labels.
+
+Runs before any message sync, so a folder another client created exists (with
+its label chain) before a message tries to resolve into it.
+
+* ``LIST "" "*"`` gives names, delimiters and RFC 6154 special-use attributes.
+  ``\\Sent``, ``\\Drafts``, ``\\Trash``, ``\\Junk`` and ``\\Archive`` (and INBOX)
+  bind to the user's system labels whatever the folder is called; other folders
+  resolve by name through :mod:`mailroom.labels.resolver` (nested names become
+  parent chains, a lone "Spam" or "Gesendet" still means the system label).
+* ``\\All``, ``\\Flagged`` and ``\\Important`` are views over other folders (Gmail's
+  "All Mail", "Starred"): they are recorded but not synced, so a message is not
+  located twice. ``\\Noselect`` folders hold no messages.
+* A folder that disappeared from LIST while a new one appeared with the same
+  UIDVALIDITY was **renamed** (servers keep UIDs across RENAME): the row keeps its
+  id, marks and locations and moves to the label of its new name. Otherwise a
+  vanished folder was **deleted**: its locations go (its messages are judged at
+  the end of the sync — they may live on elsewhere) and so does its row.
+* Each label is bound (``LabelBinding``) to one folder of the account: the
+  special-use folder if there is one, else the shortest path. Labels a rename or
+  delete left unused (no folder, binding, message or child, no system role) are
+  deleted.
+
+Import order (:data:`RANK`): Inbox, Sent, Drafts, user folders, Archive, Spam, Trash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import delete, exists, select
+from sqlalchemy.orm import Session
+
+from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
+from mailroom.providers.imap.connection import ImapConnection, ListedFolder
+from mailroom.providers.imap.mirror import (
+    AccountScope,
+    ChangeSet,
+    insert_for,
+    remove_locations,
+)
+from mailroom.store.models import (
+    Folder,
+    Label,
+    LabelBinding,
+    MessageLabel,
+    MessageLocation,
+    ThreadLabel,
+)
+
+__all__ = ["RANK", "DiscoveryResult", "discover", "folder_rank", "syncable_folders"]
+
+SPECIAL_USE_ROLES = {
+    "\\sent": "sent",
+    "\\drafts": "drafts",
+    "\\trash": "trash",
+    "\\junk": "spam",
+    "\\archive": "archive",
+}
+VIEW_FLAGS = frozenset({"\\all", "\\flagged", "\\important"})
+FOLDERLESS_ROLES = frozenset({"snoozed", "starred"})
+RANK = {"inbox": 0, "sent": 1, "drafts": 2, None: 3, "archive": 4, "spam": 5, "trash": 6}
+
+
+@dataclass
+class DiscoveryResult:
+    """What discovery found and changed."""
+
+    created: list[int] = field(default_factory=list)
+    renamed: list[int] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    affected_messages: set[int] = field(default_factory=set)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the folder structure changed."""
+        return bool(self.created or self.renamed or self.deleted)
+
+
+def _special_use(listed: ListedFolder) -> str | None:
+    for flag in sorted(listed.flags):
+        lower = flag.lower()
+        if lower in SPECIAL_USE_ROLES or lower in VIEW_FLAGS:
+            return flag
+    return None
+
+
+def _parts(path: str, delimiter: str | None) -> list[str]:
+    parts = path.split(delimiter) if delimiter else [path]
+    if len(parts) > 1 and parts[0].upper() == "INBOX":
+        parts = parts[1:]  # INBOX-prefixed namespaces (Courier, Cyrus): INBOX.Work is "Work"
+    return parts
+
+
+def folder_role(path: str, delimiter: str | None, special_use: str | None) -> str | None:
+    """The system role a folder stands for (special-use first, then INBOX, then its name)."""
+    if special_use and special_use.lower() in SPECIAL_USE_ROLES:
+        return SPECIAL_USE_ROLES[special_use.lower()]
+    if path.upper() == "INBOX":
+        return "inbox"
+    parts = _parts(path, delimiter)
+    return role_for_folder_name(parts[0]) if len(parts) == 1 else None
+
+
+def folder_rank(folder: Folder) -> tuple[int, str]:
+    """Sort key for import order: Inbox, Sent, Drafts, user folders, Archive, Spam, Trash."""
+    return RANK.get(folder_role(folder.path, folder.delimiter, folder.special_use), 3), folder.path
+
+
+def _is_view(special_use: str | None) -> bool:
+    return bool(special_use) and special_use.lower() in VIEW_FLAGS  # type: ignore[union-attr]
+
+
+def syncable(folder: Folder) -> bool:
+    """Whether a folder's messages are synced (selectable and not a view)."""
+    state = folder.state or {}
+    return bool(state.get("selectable", True)) and not _is_view(folder.special_use)
+
+
+def syncable_folders(session: Session, account_id: int) -> list[Folder]:
+    """The account's folders that hold synced messages, in import order."""
+    folders = [
+        f
+        for f in session.scalars(select(Folder).where(Folder.account_id == account_id))
+        if syncable(f)
+    ]
+    return sorted(folders, key=folder_rank)
+
+
+def _label_for(
+    session: Session, user_id: int, path: str, delimiter: str | None, special: str | None
+) -> int:
+    role = folder_role(path, delimiter, special)
+    if special and special.lower() in SPECIAL_USE_ROLES or path.upper() == "INBOX":
+        assert role is not None
+        return system_label(session, user_id, role).id
+    parts = _parts(path, delimiter)
+    label = resolve_path(session, user_id, parts)
+    if label.role in FOLDERLESS_ROLES:
+        # Snoozed and Starred never live in a provider folder; a folder with that name
+        # gets a label of its own.
+        label = resolve_path(session, user_id, [*parts[:-1], f"{parts[-1]} (IMAP)"])
+    return label.id
+
+
+def _relabel(
+    session: Session, scope: AccountScope, changes: ChangeSet, folder: Folder, label_id: int
+) -> None:
+    old = folder.label_id
+    if old == label_id:
+        return
+    folder.label_id = label_id
+    scope.folder_labels[folder.id] = label_id
+    session.flush()
+    ids = sorted(
+        set(
+            session.scalars(
+                select(MessageLocation.message_id).where(MessageLocation.folder_id == folder.id)
+            )
+        )
+    )
+    if not ids:
+        return
+    session.execute(
+        insert_for(session, MessageLabel)
+        .values([{"message_id": m, "label_id": label_id} for m in ids])
+        .on_conflict_do_nothing()
+    )
+    changes.emails.update(ids)
+    changes.mailboxes.add(label_id)
+    if old is not None:
+        still = (
+            exists()
+            .where(
+                MessageLocation.message_id == MessageLabel.message_id,
+                MessageLocation.folder_id == Folder.id,
+                Folder.label_id == old,
+            )
+            .correlate(MessageLabel)
+        )
+        session.execute(
+            delete(MessageLabel).where(
+                MessageLabel.label_id == old, MessageLabel.message_id.in_(ids), ~still
+            )
+        )
+        changes.mailboxes.add(old)
+
+
+def _cleanup_labels(session: Session, label_ids: set[int]) -> None:
+    """Delete labels nothing uses any more (deepest first, then their parents)."""
+    todo = set(label_ids)
+    while todo:
+        label_id = todo.pop()
+        label = session.get(Label, label_id)
+        if label is None or label.role is not None:
+            continue
+        used = session.scalar(
+            select(
+                exists().where(LabelBinding.label_id == label_id)
+                | exists().where(Folder.label_id == label_id)
+                | exists().where(MessageLabel.label_id == label_id)
+                | exists().where(ThreadLabel.label_id == label_id)
+                | exists().where(Label.parent_id == label_id)
+            )
+        )
+        if used:
+            continue
+        parent = label.parent_id
+        session.delete(label)
+        session.flush()
+        if parent is not None:
+            todo.add(parent)
+
+
+def discover(
+    session: Session, conn: ImapConnection, scope: AccountScope, changes: ChangeSet
+) -> DiscoveryResult:
+    """Bring the account's ``Folder`` rows, labels and bindings in line with LIST."""
+    result = DiscoveryResult()
+    listed = {lf.name: lf for lf in conn.list_folders()}
+    existing = {
+        f.path: f
+        for f in session.scalars(select(Folder).where(Folder.account_id == scope.account_id))
+    }
+    gone = [f for path, f in existing.items() if path not in listed]
+    new = [lf for name, lf in listed.items() if name not in existing]
+    stale_labels: set[int] = set()
+
+    # Renames: a vanished folder and a new one with the same UIDVALIDITY.
+    if gone and new:
+        by_validity = {f.uidvalidity: f for f in gone if f.uidvalidity}
+        for lf in list(new):
+            if not lf.selectable or not by_validity:
+                continue
+            validity = conn.status(lf.name).get("UIDVALIDITY")
+            folder = by_validity.pop(validity, None) if validity else None
+            if folder is None:
+                continue
+            gone.remove(folder)
+            new.remove(lf)
+            del existing[folder.path]
+            folder.path = lf.name
+            existing[lf.name] = folder
+            result.renamed.append(folder.id)
+    session.flush()
+
+    for folder in gone:
+        result.affected_messages |= remove_locations(session, scope, changes, folder.id)
+        if folder.label_id is not None:
+            stale_labels.add(folder.label_id)
+        scope.folder_labels.pop(folder.id, None)
+        result.deleted.append(folder.path)
+        existing.pop(folder.path, None)
+        session.delete(folder)
+    session.flush()
+
+    for lf in new:
+        special = _special_use(lf)
+        folder = Folder(
+            account_id=scope.account_id,
+            path=lf.name,
+            delimiter=lf.delimiter,
+            special_use=special,
+            label_id=_label_for(session, scope.user_id, lf.name, lf.delimiter, special),
+            state={"selectable": lf.selectable}
+            if lf.selectable
+            else {"selectable": False, "import_floor_uid": 1},
+        )
+        if _is_view(special):
+            folder.state = {**folder.state, "import_floor_uid": 1}
+        session.add(folder)
+        session.flush()
+        existing[lf.name] = folder
+        scope.folder_labels[folder.id] = folder.label_id  # type: ignore[assignment]
+        result.created.append(folder.id)
+
+    for name, folder in existing.items():
+        lf = listed[name]
+        special = _special_use(lf)
+        folder.delimiter = lf.delimiter
+        if folder.special_use != special:
+            folder.special_use = special
+        state = dict(folder.state or {})
+        if state.get("selectable", True) != lf.selectable:
+            state["selectable"] = lf.selectable
+            if not lf.selectable:
+                state["import_floor_uid"] = 1
+            folder.state = state
+        label_id = _label_for(session, scope.user_id, folder.path, folder.delimiter, special)
+        if folder.label_id != label_id:
+            if folder.label_id is not None:
+                stale_labels.add(folder.label_id)
+            _relabel(session, scope, changes, folder, label_id)
+    session.flush()
+
+    _bind(session, scope.account_id, list(existing.values()))
+    if stale_labels:
+        _cleanup_labels(session, stale_labels)
+    return result
+
+
+def _bind(session: Session, account_id: int, folders: list[Folder]) -> None:
+    """One binding per label, to its special-use folder or else its shortest path."""
+    primary: dict[int, Folder] = {}
+    for folder in sorted(
+        folders,
+        key=lambda f: (f.special_use is None or _is_view(f.special_use), len(f.path), f.path),
+    ):
+        if folder.label_id is None or _is_view(folder.special_use):
+            continue
+        primary.setdefault(folder.label_id, folder)
+    wanted = {(label_id, folder.path) for label_id, folder in primary.items()}
+    for binding in session.scalars(
+        select(LabelBinding).where(LabelBinding.account_id == account_id)
+    ):
+        if (binding.label_id, binding.provider_ref) not in wanted:
+            session.delete(binding)
+    session.flush()
+    for label_id, folder in primary.items():
+        bind(session, label_id, account_id, folder.path)

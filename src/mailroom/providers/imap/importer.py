@@ -1,0 +1,222 @@
+"""Import: the history of an IMAP account, one page of 50 messages per call, newest first.
+
+``import_page(store, account_id)`` is one job: it picks the first folder, in
+import order (Inbox, Sent, Drafts, user folders, Archive, Spam, Trash), whose
+``import_floor_uid`` still has history below it, asks the server which UIDs
+exist below the floor, takes the highest 50 that are not stored in that folder
+yet — a message already there is never fetched again — stores them
+(:func:`.fetcher.store_page`) and lowers the floor. It returns whether work is
+left, so the caller (a job that schedules the next page, or ``mailroom sync
+--until-imported``) knows whether to go on. Pages of several accounts may
+interleave freely: every call reads its marks afresh.
+
+Failures cost one message: a page with a message that cannot be fetched or stored
+keeps the floor just above it and is asked again; on the 5th failed attempt the
+message goes to the skipped ledger and the floor moves past it (:mod:`.state`).
+
+Progress: ``Account.import_total`` grows by each folder's message count at first
+contact (and by the unrecognised messages of a UIDVALIDITY reset);
+``Account.import_done`` grows by what each page handled. When no folder has
+history left, ``Account.import_finished_at`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from mailroom.config import Settings
+from mailroom.providers.base import ImportState
+from mailroom.providers.imap.account import PROVIDER
+from mailroom.providers.imap.connection import ImapConnection
+from mailroom.providers.imap.discovery import syncable_folders
+from mailroom.providers.imap.fetcher import run_page
+from mailroom.providers.imap.login import account_connection, open_connection
+from mailroom.providers.imap.mirror import AccountScope, insert_for, located
+from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, import_state
+from mailroom.providers.imap.syncer import sync_account
+from mailroom.store.engine import Store
+from mailroom.store.models import Account, Folder, SyncState, utcnow
+
+__all__ = ["ImapImporter", "import_page", "import_stalled"]
+
+log = logging.getLogger(__name__)
+
+LAST_PAGE_KEY = "imap.import.last_page_at"
+STALL_AFTER = timedelta(minutes=5)
+_SCAN_CHUNK = 500
+
+
+class ImapImporter:
+    """The :class:`~mailroom.providers.base.Importer` of IMAP accounts."""
+
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self._connections: dict[int, ImapConnection] = {}
+
+    def supports(self, account: Account) -> bool:
+        """IMAP accounts that are not disconnected."""
+        return account.provider == PROVIDER and account.status != "disconnected"
+
+    def import_page(self, account: Account) -> bool:
+        """Import one page; True while history is left (the connection is kept for the next)."""
+        conn = self._connections.get(account.id)
+        if conn is None or conn.closed:
+            conn = open_connection(self.store, account.id, settings=self.settings)
+            self._connections[account.id] = conn
+        return import_page(self.store, account.id, settings=self.settings, connection=conn)
+
+    def close(self) -> None:
+        """Log out of every connection kept between pages."""
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+
+    def state(self, account: Account) -> ImportState:
+        """Whether the account is still importing (one query)."""
+        with self.store.session() as session:
+            return import_state(session, account.id)
+
+
+def import_stalled(store: Store, account_id: int, now: datetime | None = None) -> bool:
+    """Whether the account has history left but no page ran for 5 minutes (restart it)."""
+    now = now or utcnow()
+    with store.session() as session:
+        if not import_state(session, account_id).importing:
+            return False
+        last = session.scalar(
+            select(SyncState.updated_at).where(
+                SyncState.account_id == account_id, SyncState.key == LAST_PAGE_KEY
+            )
+        )
+    return last is None or now - last >= STALL_AFTER
+
+
+def _touch(store: Store, account_id: int) -> None:
+    with store.session() as session:
+        now = utcnow()
+        session.execute(
+            insert_for(session, SyncState)
+            .values(account_id=account_id, key=LAST_PAGE_KEY, value=now.isoformat(), updated_at=now)
+            .on_conflict_do_update(
+                index_elements=["account_id", "key"],
+                set_={"value": now.isoformat(), "updated_at": now},
+            )
+        )
+
+
+def _finish(store: Store, account_id: int) -> None:
+    with store.session() as session:
+        session.execute(
+            update(Account)
+            .where(Account.id == account_id, Account.import_finished_at.is_(None))
+            .values(import_finished_at=utcnow())
+        )
+
+
+def import_page(
+    store: Store,
+    account_id: int,
+    *,
+    settings: Settings | None = None,
+    connection: ImapConnection | None = None,
+) -> bool:
+    """Import one page of history (see the module docstring); True while work is left."""
+    with account_connection(store, account_id, settings=settings, connection=connection) as conn:
+        with store.session() as session:
+            folders = syncable_folders(session, account_id)
+            discovered = session.scalar(select(Folder.id).where(Folder.account_id == account_id))
+            uncontacted = discovered is None or any(f.uidvalidity is None for f in folders)
+        if uncontacted:
+            sync_account(store, account_id, settings=settings, connection=conn)
+        with store.session() as session:
+            scope = AccountScope.load(session, account_id)
+            work = [
+                (f.id, f.path, f.uidvalidity)
+                for f in syncable_folders(session, account_id)
+                if FolderMarks.of(f).importing and f.uidvalidity is not None
+            ]
+        if not work:
+            _finish(store, account_id)
+            return False
+        folder_id, path, validity = work[0]
+        status = conn.selected_status if conn.selected == path else None
+        if status is None:
+            status = conn.select(path, readonly=True)
+        if status.uidvalidity != validity:
+            # The folder was reset behind our back: the syncer re-maps it first.
+            sync_account(store, account_id, settings=settings, connection=conn, folders=[folder_id])
+            return True
+        _page(conn, store, scope, folder_id, path, validity)
+        _touch(store, account_id)
+        with store.session() as session:
+            more = import_state(session, account_id).importing
+        if not more:
+            _finish(store, account_id)
+        return more
+
+
+def _page(
+    conn: ImapConnection,
+    store: Store,
+    scope: AccountScope,
+    folder_id: int,
+    path: str,
+    validity: int,
+) -> None:
+    with store.session() as session:
+        folder = session.get(Folder, folder_id)
+        assert folder is not None
+        marks = FolderMarks.of(folder)
+    floor = marks.import_floor_uid or 1
+    below = conn.uids(f"1:{floor - 1}") if floor > 1 else []
+    below.reverse()  # newest first
+    page: list[int] = []
+    skipped_located = 0
+    lowest_seen = floor
+    with store.session() as session:
+        for start in range(0, len(below), _SCAN_CHUNK):
+            chunk = below[start : start + _SCAN_CHUNK]
+            stored = located(session, folder_id, validity, chunk)
+            for uid in chunk:
+                if len(page) >= PAGE_SIZE:
+                    break
+                lowest_seen = uid
+                if uid in stored or uid in marks.given_up:
+                    skipped_located += 1
+                else:
+                    page.append(uid)
+            if len(page) >= PAGE_SIZE:
+                break
+    handled = skipped_located
+    retry: set[int] = set()
+    if page:
+        outcome, retry = run_page(conn, store, scope, folder_id, path, validity, marks, page)
+        handled += len(outcome.handled)
+        new_floor = max(retry) + 1 if retry else lowest_seen
+    else:
+        new_floor = 1  # nothing below the floor is missing: this folder's history is done
+    if len(page) < PAGE_SIZE and not retry and lowest_seen == (below[-1] if below else floor):
+        new_floor = 1  # the scan reached the bottom of the folder
+    marks.import_floor_uid = min(floor, new_floor)
+    with store.session() as session:
+        folder = session.get(Folder, folder_id)
+        assert folder is not None
+        marks.save(folder)
+        if handled:
+            session.execute(
+                update(Account)
+                .where(Account.id == scope.account_id)
+                .values(import_done=Account.import_done + handled)
+            )
+    log.debug(
+        "Imported a page of %s (account %s): %d handled, floor %s -> %s",
+        path,
+        scope.account_id,
+        handled,
+        floor,
+        marks.import_floor_uid,
+    )

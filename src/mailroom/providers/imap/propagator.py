@@ -1,0 +1,499 @@
+"""Propagation: carrying the operations outbox to the IMAP server.
+
+The operations service (:mod:`mailroom.labels.operations`) changes labels and
+``seen_at`` in the database first and queues one ``OutboxEntry`` per message.
+``propagate_pending(store, account_id)`` makes the server match the database,
+message by message, **from the message's current state** — not by replaying
+the operation names — so replaying a job, or a job for an older operation of
+the same message, changes nothing (idempotent).
+
+What the server should hold for a message:
+
+* flags: ``\\Seen`` iff ``seen_at`` is set; ``\\Flagged`` iff it carries Starred (on
+  every copy);
+* the folders it lives in. Labels are database-only unless a *location* label goes
+  away (SPEC §6), with the moves the operations mean:
+
+  1. an operation added Trash (or Spam) and the account has that folder → only there
+     (trash/spam move the message out of every other folder);
+  2. otherwise every folder it is in stays while that folder's label is on it — so
+     copies another client made are left alone — plus INBOX when it carries Inbox
+     (an operation that put it back in the inbox also takes it out of Archive, which
+     is location bookkeeping, and the Archive label goes with it);
+  3. if that leaves nowhere (the location label was removed): Trash/Spam if it
+     carries one, else the folder of its most recently added user label that has a
+     folder, else Archive (created on the server if the account has none).
+
+Moves use MOVE (or COPY + ``\\Deleted`` + EXPUNGE without it); a folder it must
+leave with nowhere to go is expunged from; a deleted-forever message is found by
+its Message-ID in every folder and expunged. Locations are updated from COPYUID
+in the same transaction that marks the entries ``done``; until then the entries
+are ``pending`` and the syncer leaves the message's labels and flags alone
+("pending local changes win"). Server refusals count attempts (with the backoff and
+the attempt cap of :mod:`mailroom.labels.propagation`) before an entry becomes
+``failed``; a lost connection costs no attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from mailroom.config import Settings
+from mailroom.labels.propagation import MAX_ATTEMPTS, backoff
+from mailroom.labels.resolver import system_label
+from mailroom.providers.base import TransientError
+from mailroom.providers.imap.account import PROVIDER
+from mailroom.providers.imap.connection import CommandError, ImapConnection
+from mailroom.providers.imap.discovery import discover, folder_role, syncable
+from mailroom.providers.imap.fetcher import fetch_envelopes
+from mailroom.providers.imap.identity import parse_provider_id
+from mailroom.providers.imap.login import account_connection
+from mailroom.providers.imap.mirror import (
+    FLAGGED,
+    SEEN,
+    AccountScope,
+    ChangeSet,
+    insert_for,
+)
+from mailroom.store.engine import Store
+from mailroom.store.models import (
+    Account,
+    Folder,
+    Message,
+    MessageLabel,
+    MessageLocation,
+    OutboxEntry,
+    utcnow,
+)
+
+__all__ = ["ImapPropagator", "PropagationResult", "propagate_pending"]
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+
+
+@dataclass
+class PropagationResult:
+    """What one propagation run did."""
+
+    done: int = 0
+    retried: int = 0
+    failed: int = 0
+    moved: int = 0
+    flagged: int = 0
+    expunged: int = 0
+
+
+@dataclass
+class _FolderInfo:
+    id: int
+    path: str
+    uidvalidity: int | None
+    label_id: int | None
+    role: str | None
+
+
+@dataclass
+class _Layout:
+    """The account's folders, by id and by the role/label they stand for."""
+
+    folders: dict[int, _FolderInfo] = field(default_factory=dict)
+    by_label: dict[int, int] = field(default_factory=dict)  # label -> primary folder id
+    roles: dict[str, int] = field(default_factory=dict)  # role -> label id
+
+    @classmethod
+    def load(cls, session: Session, account_id: int, user_id: int) -> _Layout:
+        layout = cls()
+        for folder in session.scalars(select(Folder).where(Folder.account_id == account_id)):
+            if not syncable(folder):
+                continue
+            info = _FolderInfo(
+                folder.id,
+                folder.path,
+                folder.uidvalidity,
+                folder.label_id,
+                folder_role(folder.path, folder.delimiter, folder.special_use),
+            )
+            layout.folders[folder.id] = info
+        # Prefer the special-use / shortest folder of a label, like the bindings do.
+        for info in sorted(layout.folders.values(), key=lambda f: (f.role is None, len(f.path))):
+            if info.label_id is not None:
+                layout.by_label.setdefault(info.label_id, info.id)
+        for role in ("inbox", "trash", "spam", "archive"):
+            layout.roles[role] = system_label(session, user_id, role).id
+        return layout
+
+    def folder_for_role(self, role: str) -> int | None:
+        return self.by_label.get(self.roles[role])
+
+
+class ImapPropagator:
+    """The :class:`~mailroom.providers.base.Propagator` of IMAP accounts."""
+
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings
+
+    def supports(self, account: Account) -> bool:
+        """IMAP accounts that are not disconnected."""
+        return account.provider == PROVIDER and account.status != "disconnected"
+
+    def propagate(self, account: Account) -> int:
+        """Propagate pending entries; returns how many were acknowledged."""
+        return propagate_pending(self.store, account.id, settings=self.settings).done
+
+
+def _pending(store: Store, account_id: int, now: datetime) -> list[OutboxEntry]:
+    with store.session() as session:
+        return list(
+            session.scalars(
+                select(OutboxEntry)
+                .where(
+                    OutboxEntry.account_id == account_id,
+                    OutboxEntry.state == "pending",
+                    OutboxEntry.next_attempt_at <= now,
+                )
+                .order_by(OutboxEntry.id)
+                .limit(BATCH)
+            )
+        )
+
+
+def propagate_pending(
+    store: Store,
+    account_id: int,
+    *,
+    settings: Settings | None = None,
+    connection: ImapConnection | None = None,
+    now: datetime | None = None,
+) -> PropagationResult:
+    """Carry the account's pending outbox entries to the server (see the module docstring)."""
+    result = PropagationResult()
+    entries = _pending(store, account_id, now or utcnow())
+    if not entries:
+        return result
+    groups: dict[tuple[str, int | str], list[int]] = defaultdict(list)
+    for entry in entries:
+        key: tuple[str, int | str] = (
+            ("message", entry.message_id)
+            if entry.message_id is not None
+            else ("gone", entry.provider_id)
+        )
+        groups[key].append(entry.id)
+    with account_connection(store, account_id, settings=settings, connection=connection) as conn:
+        with store.session() as session:
+            scope = AccountScope.load(session, account_id)
+            layout = _Layout.load(session, account_id, scope.user_id)
+        for (kind, ref), ids in groups.items():
+            try:
+                if kind == "message":
+                    assert isinstance(ref, int)
+                    ok = _propagate_message(conn, store, scope, layout, ref, ids, result)
+                else:
+                    assert isinstance(ref, str)
+                    ok = _propagate_delete(conn, store, layout, ref, ids, result)
+            except CommandError as exc:
+                _attempt_failed(store, ids, str(exc), result)
+                continue
+            except TransientError:
+                raise  # the connection is gone: nothing is the entries' fault
+            if ok:
+                result.done += len(ids)
+            else:
+                _attempt_failed(
+                    store, ids, "the message has no known place on the server yet", result
+                )
+    return result
+
+
+def _attempt_failed(
+    store: Store, ids: Sequence[int], reason: str, result: PropagationResult
+) -> None:
+    with store.session() as session:
+        for entry in session.scalars(select(OutboxEntry).where(OutboxEntry.id.in_(ids))):
+            entry.attempts += 1
+            entry.last_error = reason[:2000]
+            if entry.attempts >= MAX_ATTEMPTS:
+                entry.state = "failed"
+                result.failed += 1
+            else:
+                entry.next_attempt_at = utcnow() + backoff(entry.attempts)
+                result.retried += 1
+    log.warning("Propagation of outbox entries %s failed: %s", list(ids), reason)
+
+
+def _mark_done(session: Session, ids: Sequence[int]) -> None:
+    session.execute(
+        update(OutboxEntry)
+        .where(OutboxEntry.id.in_(ids), OutboxEntry.state == "pending")
+        .values(state="done", done_at=utcnow(), last_error=None)
+    )
+
+
+def _recent_user_label(session: Session, message_id: int, candidates: set[int]) -> int:
+    """The candidate label added most recently to the message (by its outbox history)."""
+    for (payload,) in session.execute(
+        select(OutboxEntry.payload)
+        .where(OutboxEntry.message_id == message_id)
+        .order_by(OutboxEntry.id.desc())
+    ):
+        added = [int(x) for x in (payload or {}).get("add", []) if int(x) in candidates]
+        if added:
+            return added[-1]
+    return max(candidates)
+
+
+def _targets(
+    session: Session,
+    layout: _Layout,
+    message_id: int,
+    labels: set[int],
+    located_in: set[int],
+    added: set[int],
+) -> set[int]:
+    """The folders the message should live in (see the module docstring).
+
+    ``added`` are the labels the pending operations added: trashing or marking as spam
+    moves the message out of every other folder, and an operation that puts it back in
+    the inbox moves it out of Archive. Otherwise every folder it is in stays as long as
+    its label does (several copies made by another client are left alone).
+    """
+    for role in ("trash", "spam"):
+        folder = layout.folder_for_role(role)
+        if layout.roles[role] in labels and layout.roles[role] in added and folder is not None:
+            return {folder}
+    targets = {f for f in located_in if layout.folders[f].label_id in labels}
+    inbox = layout.folder_for_role("inbox")
+    if layout.roles["inbox"] in labels and inbox is not None:
+        if layout.roles["inbox"] in added:
+            targets = {f for f in targets if layout.folders[f].role != "archive"}
+        targets.add(inbox)
+    if targets:
+        return targets
+    for role in ("trash", "spam"):
+        folder = layout.folder_for_role(role)
+        if layout.roles[role] in labels and folder is not None:
+            return {folder}
+    user_labels = {
+        label
+        for label in labels
+        if label in layout.by_label and layout.folders[layout.by_label[label]].role is None
+    }
+    if user_labels:
+        return {layout.by_label[_recent_user_label(session, message_id, user_labels)]}
+    archive = layout.folder_for_role("archive")
+    return {archive} if archive is not None else set()
+
+
+def _ensure_archive(
+    conn: ImapConnection, store: Store, scope: AccountScope, layout: _Layout
+) -> int | None:
+    """Create an Archive folder on the server when the account has none."""
+    folder = layout.folder_for_role("archive")
+    if folder is not None:
+        return folder
+    inbox = layout.folders.get(layout.folder_for_role("inbox") or -1)
+    name = "Archive"
+    with store.session() as session:
+        delimiter = session.scalar(
+            select(Folder.delimiter).where(
+                Folder.account_id == scope.account_id, Folder.path == "INBOX"
+            )
+        )
+        paths = list(
+            session.scalars(select(Folder.path).where(Folder.account_id == scope.account_id))
+        )
+    others = [p for p in paths if p.upper() != "INBOX"]
+    if (
+        delimiter
+        and inbox
+        and others
+        and all(p.upper().startswith("INBOX" + delimiter) for p in others)
+    ):
+        name = f"INBOX{delimiter}Archive"
+    conn.create_folder(name)
+    with store.session() as session:
+        changes = ChangeSet()
+        discover(session, conn, scope, changes)
+        changes.record(session, scope.user_id)
+        fresh = _Layout.load(session, scope.account_id, scope.user_id)
+    layout.folders, layout.by_label, layout.roles = fresh.folders, fresh.by_label, fresh.roles
+    return layout.folder_for_role("archive")
+
+
+def _propagate_message(
+    conn: ImapConnection,
+    store: Store,
+    scope: AccountScope,
+    layout: _Layout,
+    message_id: int,
+    entry_ids: Sequence[int],
+    result: PropagationResult,
+) -> bool:
+    with store.session() as session:
+        row = session.execute(
+            select(Message.id, Message.seen_at).where(Message.id == message_id)
+        ).one_or_none()
+        if row is None:
+            _mark_done(session, entry_ids)
+            return True
+        labels = set(
+            session.scalars(
+                select(MessageLabel.label_id).where(MessageLabel.message_id == message_id)
+            )
+        )
+        locations = [
+            (loc.id, loc.folder_id, loc.uid)
+            for loc in session.scalars(
+                select(MessageLocation).where(MessageLocation.message_id == message_id)
+            )
+            if loc.folder_id in layout.folders
+            and loc.uid is not None
+            and loc.uidvalidity == layout.folders[loc.folder_id].uidvalidity
+        ]
+    want_seen = row.seen_at is not None
+    want_flagged = scope.starred_label in labels
+
+    # Flags first (a move keeps them), on every copy that still exists.
+    present: list[tuple[int, int, int]] = []
+    for loc_id, folder_id, uid in locations:
+        conn.ensure_selected(layout.folders[folder_id].path, readonly=False)
+        envelopes, _failed = fetch_envelopes(conn, [uid])
+        env = envelopes.get(uid)
+        if env is None:
+            with store.session() as session:  # gone behind our back: the syncer re-finds it
+                session.execute(delete(MessageLocation).where(MessageLocation.id == loc_id))
+            continue
+        present.append((loc_id, folder_id, uid))
+        add = [
+            f
+            for f, want, key in ((r"\Seen", want_seen, SEEN), (r"\Flagged", want_flagged, FLAGGED))
+            if want and key not in env.flags
+        ]
+        remove = [
+            f
+            for f, want, key in ((r"\Seen", want_seen, SEEN), (r"\Flagged", want_flagged, FLAGGED))
+            if not want and key in env.flags
+        ]
+        if add or remove:
+            conn.set_flags([uid], add, remove)
+            result.flagged += 1
+    if not present:
+        return False
+
+    with store.session() as session:
+        added = {
+            int(label)
+            for payload in session.scalars(
+                select(OutboxEntry.payload).where(OutboxEntry.id.in_(entry_ids))
+            )
+            for label in (payload or {}).get("add", [])
+        }
+        targets = _targets(session, layout, message_id, labels, {f for _l, f, _u in present}, added)
+    if not targets:
+        archive = _ensure_archive(conn, store, scope, layout)
+        targets = {archive} if archive is not None else {present[0][1]}
+    current = {f for _l, f, _u in present}
+    to_add = sorted(targets - current)
+    leaving = [p for p in present if p[1] not in targets]
+    moves: list[tuple[int, int, int, int, int | None]] = []  # loc, from, uid, to, new uid
+    for target in to_add:
+        if leaving:
+            loc_id, source, uid = leaving.pop(0)
+            conn.ensure_selected(layout.folders[source].path, readonly=False)
+            validity, mapping = conn.move([uid], layout.folders[target].path)
+            moves.append((loc_id, source, uid, target, mapping.get(uid)))
+            if validity is not None and layout.folders[target].uidvalidity is None:
+                layout.folders[target].uidvalidity = validity
+            result.moved += 1
+        else:  # it must be in one more folder: a copy
+            _loc, source, uid = present[0]
+            conn.ensure_selected(layout.folders[source].path, readonly=False)
+            with conn.guard("copying a message"):
+                conn.imap.untagged_responses.pop("COPYUID", None)
+                conn.client.copy([uid], layout.folders[target].path)
+            result.moved += 1
+    expunged: list[int] = []
+    left = [source for _l, source, *_ in moves] + [source for _l, source, _u in leaving]
+    for loc_id, source, uid in leaving:
+        conn.ensure_selected(layout.folders[source].path, readonly=False)
+        conn.expunge([uid])
+        expunged.append(loc_id)
+        result.expunged += 1
+
+    with store.session() as session:
+        changes = ChangeSet()
+        for loc_id, _source, _uid, target, new_uid in moves:
+            session.execute(delete(MessageLocation).where(MessageLocation.id == loc_id))
+            target_validity = layout.folders[target].uidvalidity
+            if new_uid is not None and target_validity is not None:
+                session.execute(
+                    insert_for(session, MessageLocation)
+                    .values(
+                        message_id=message_id,
+                        folder_id=target,
+                        uidvalidity=target_validity,
+                        uid=new_uid,
+                    )
+                    .on_conflict_do_nothing()
+                )
+        if expunged:
+            session.execute(delete(MessageLocation).where(MessageLocation.id.in_(expunged)))
+        # Archive is location bookkeeping: a message that left the Archive folder drops it.
+        left_archive = any(layout.folders[s].role == "archive" for s in left)
+        if left_archive and not any(
+            layout.folders[t].label_id == layout.roles["archive"] for t in targets
+        ):
+            removed = session.execute(
+                delete(MessageLabel).where(
+                    MessageLabel.message_id == message_id,
+                    MessageLabel.label_id == layout.roles["archive"],
+                )
+            )
+            if removed.rowcount:  # type: ignore[attr-defined]
+                changes.emails.add(message_id)
+                changes.mailboxes.add(layout.roles["archive"])
+        _mark_done(session, entry_ids)
+        changes.record(session, scope.user_id)
+    return True
+
+
+def _propagate_delete(
+    conn: ImapConnection,
+    store: Store,
+    layout: _Layout,
+    provider_id: str,
+    entry_ids: Sequence[int],
+    result: PropagationResult,
+) -> bool:
+    with store.session() as session:
+        operations = set(
+            session.scalars(select(OutboxEntry.operation).where(OutboxEntry.id.in_(entry_ids)))
+        )
+    if "delete" in operations:
+        mid, _size = parse_provider_id(provider_id)
+        if mid is None:
+            raise CommandError(
+                "A message without a Message-ID cannot be found on the server to delete it."
+            )
+        for info in layout.folders.values():
+            conn.select(info.path, readonly=False)
+            candidates = conn.search_header("Message-ID", mid)
+            if not candidates:
+                continue
+            envelopes, _failed = fetch_envelopes(conn, candidates)
+            hits = [uid for uid, env in envelopes.items() if env.provider_id == provider_id]
+            if hits:
+                conn.expunge(hits)
+                result.expunged += len(hits)
+    with store.session() as session:
+        _mark_done(session, entry_ids)
+    return True

@@ -1,0 +1,208 @@
+"""First contact and the history import of an IMAP account against a real Dovecot."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from mailroom.config import Settings
+from mailroom.providers.base import TransientError
+from mailroom.providers.imap import import_page, import_state, sync_account
+from mailroom.reading import list_messages
+from mailroom.store.engine import Store
+from mailroom.store.models import Blob, Folder, Label, Message, SkippedMessage
+from tests.factories import make_message
+from tests.imap.views import (
+    Mailbox,
+    assert_mirrors,
+    message_count,
+    message_ids,
+    sync_all,
+)
+
+
+def _fill(mailbox: Mailbox) -> dict[str, list[str]]:
+    """A multi-folder account: INBOX, Sent, Drafts, nested user folders, Archive, Junk, Trash."""
+    layout = {
+        "INBOX": 7,
+        "Sent": 3,
+        "Drafts": 1,
+        "Work": 2,
+        "Work.Invoices": 2,
+        "Archive": 4,
+        "Junk": 2,
+        "Trash": 1,
+    }
+    names: dict[str, list[str]] = {}
+    with mailbox.client() as client:
+        client.create_folder("Work")
+        client.create_folder("Work.Invoices")
+        for folder, count in layout.items():
+            for i in range(count):
+                mid = f"{folder.lower().replace('.', '-')}-{i}@example.org"
+                flags = (b"\\Seen",) if i % 2 else ()
+                client.append(folder, make_message(mid, subject=f"{folder} {i}"), flags=flags)
+                names.setdefault(folder, []).append(mid)
+    return names
+
+
+def test_first_sync_fetches_nothing_and_import_brings_everything(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """The first sync only sets the marks; the import then stores every folder with its labels."""
+    names = _fill(mailbox)
+    touched = sync_account(store, account, settings=settings)
+    assert touched  # the folders were discovered
+    assert message_count(store, account) == 0
+    with store.session() as session:
+        state = import_state(session, account)
+    assert state.importing and state.done == 0 and state.total == 22
+    sync_all(store, account, settings)
+    assert_mirrors(store, account, mailbox)
+    with store.session() as session:
+        state = import_state(session, account)
+        rows = {r["message_id"]: r for r in list_messages(session, 1)}
+        paths = set(session.scalars(select(Label.path)))
+    assert not state.importing and state.done == state.total == 22
+    assert rows["inbox-0@example.org"]["labels"] == ["Inbox"]
+    assert rows["sent-0@example.org"]["labels"] == ["Sent"]
+    assert rows["junk-0@example.org"]["labels"] == ["Spam"]
+    assert rows["work-invoices-1@example.org"]["labels"] == ["Work/Invoices"]
+    assert rows["work-invoices-1@example.org"]["seen"] is True
+    assert {"Work", "Work/Invoices"} <= paths
+    assert sum(len(v) for v in names.values()) == len(rows)
+
+
+def test_raw_bytes_are_stored(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """The message's RFC 5322 bytes are kept exactly as the server serves them."""
+    raw = make_message("raw-1@example.org", subject="Raw", body="line one\r\nline two\r\n")
+    mailbox.append("INBOX", raw)
+    sync_all(store, account, settings)
+    with store.session() as session:
+        sha = session.scalar(select(Message.raw_sha256))
+        data = session.scalar(select(Blob.data).where(Blob.sha256 == sha))
+    with mailbox.client() as client:
+        client.select_folder("INBOX")
+        served = client.fetch([1], [b"BODY.PEEK[]"])[1][b"BODY[]"]
+    assert data == served
+
+
+def test_import_goes_newest_first_in_pages_of_50_inbox_first(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """Each page stores the 50 newest missing messages, Inbox before Sent before Trash."""
+    with mailbox.client() as client:
+        for i in range(120):
+            client.append("INBOX", make_message(f"in-{i}@x", subject=f"in {i}"))
+        client.append("Trash", make_message("trash-0@x"))
+        client.append("Sent", make_message("sent-0@x"))
+    sync_account(store, account, settings=settings)
+    assert import_page(store, account, settings=settings)
+    ids = message_ids(store, account)
+    assert set(ids) == {f"in-{i}@x" for i in range(70, 120)}
+    assert import_page(store, account, settings=settings)
+    assert import_page(store, account, settings=settings)
+    assert len(message_ids(store, account)) == 120
+    assert import_page(store, account, settings=settings)
+    assert "sent-0@x" in message_ids(store, account)
+    assert "trash-0@x" not in message_ids(store, account)
+    assert not import_page(store, account, settings=settings)
+    assert len(message_ids(store, account)) == 122
+    with store.session() as session:
+        assert not import_state(session, account).importing
+
+
+def test_new_mail_during_import_is_synced_at_once(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """Mail arriving mid-import is stored by the next sync, and the import still ends complete."""
+    with mailbox.client() as client:
+        for i in range(80):
+            client.append("INBOX", make_message(f"old-{i}@x"))
+    sync_account(store, account, settings=settings)
+    assert import_page(store, account, settings=settings)
+    mailbox.append("INBOX", make_message("fresh@x", subject="Fresh"))
+    sync_account(store, account, settings=settings)
+    assert "fresh@x" in message_ids(store, account)
+    assert len(message_ids(store, account)) == 51
+    sync_all(store, account, settings)
+    assert len(message_ids(store, account)) == 81
+    assert_mirrors(store, account, mailbox)
+
+
+def test_rerun_and_overlap_store_nothing_twice(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """Running sync and import again, or marks reset to first contact, never duplicates."""
+    with mailbox.client() as client:
+        for i in range(60):
+            client.append("INBOX", make_message(f"m-{i}@x"))
+    sync_all(store, account, settings)
+    with store.session() as session:  # forget the marks: the whole folder is "history" again
+        for folder in session.scalars(select(Folder).where(Folder.account_id == account)):
+            folder.uidvalidity = None
+            folder.state = {}
+    sync_all(store, account, settings)
+    sync_all(store, account, settings)
+    assert len(message_ids(store, account)) == 60
+    assert_mirrors(store, account, mailbox)
+
+
+def test_a_message_the_parser_rejects_is_kept_raw_and_costs_nothing_else(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """Bytes that are no RFC 5322 message are stored raw with a parse note; the rest imports."""
+    garbage = b"\x00\xff\xfe not a message \x00\r\n\r\n\x89PNG\r\n\x1a\n" + bytes(range(256))
+    mailbox.server.deliver(mailbox.user, garbage, flags="S")
+    mailbox.append("INBOX", make_message("fine@x"))
+    sync_all(store, account, settings)
+    with store.session() as session:
+        rows = session.execute(select(Message.message_id_header, Message.parse_notes)).all()
+        blobs = session.scalars(select(Blob.size)).all()
+    assert len(rows) == 2
+    assert len(blobs) == 2
+    assert any(mid == "fine@x" for mid, _notes in rows)
+
+
+def test_an_unreadable_message_is_skipped_after_five_attempts(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """A message the server cannot serve costs only itself: 5 attempts, then the skipped ledger."""
+    mailbox.append("INBOX", make_message("before@x"))
+    bad = mailbox.server.deliver(mailbox.user, make_message("broken@x"), flags="S")
+    mailbox.append("INBOX", make_message("after@x"))
+    bad.chmod(0)  # Dovecot (running as nobody) cannot read it and drops the connection
+    try:
+        sync_account(store, account, settings=settings)
+        calls = 0
+        while True:
+            calls += 1
+            assert calls < 20, "the import does not get past the broken message"
+            try:
+                if not import_page(store, account, settings=settings):
+                    break
+            except TransientError:
+                continue
+        assert set(message_ids(store, account)) == {"before@x", "after@x"}
+        with store.session() as session:
+            skipped = session.scalars(select(SkippedMessage)).all()
+        assert len(skipped) == 1
+        assert "after 5 attempts" in skipped[0].reason
+        assert skipped[0].labels == ["INBOX"]
+        with store.session() as session:
+            assert not import_state(session, account).importing
+        sync_account(store, account, settings=settings)  # the next sync does not trip over it
+    finally:
+        bad.chmod(0o600)
+
+
+def test_import_state_is_one_query_and_doubts_until_discovered(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """An account never synced counts as importing; an empty mailbox is done after one sync."""
+    with store.session() as session:
+        assert import_state(session, account).importing
+    sync_account(store, account, settings=settings)
+    with store.session() as session:
+        assert not import_state(session, account).importing
