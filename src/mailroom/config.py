@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     redis_url: str | None = None  # MAILROOM_REDIS_URL: queues and watch leases for many machines
     namespace: str = "mailroom"  # prefix of queue names and lease keys in a shared Redis
     watch_lease_ttl: float = 90.0  # seconds; renewed every third of it
+    changelog_retention_days: int = 30  # older change rows are pruned (JMAP: cannotCalculate)
     master_key: SecretStr | None = None
     master_key_file: Path | None = None
     allowed_private_hosts: str = ""

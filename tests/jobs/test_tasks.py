@@ -111,3 +111,26 @@ def test_unknown_queue_name_is_a_plain_error(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="no queue called 'fast'"):
         make_queues(Settings(data_dir=tmp_path), ("fast",))
+
+
+def test_change_log_retention_prunes_old_rows(store: Store, tmp_path: Path) -> None:
+    """The retention task drops change rows older than the configured days (keeping the newest)."""
+    from sqlalchemy import func, select, update
+
+    from mailroom.store import changelog
+    from mailroom.store.models import Change
+
+    with store.session() as session:
+        user = get_or_create_user(session)
+        changelog.record(session, user.id, "Email", [1, 2, 3], "created")
+        session.flush()
+        session.execute(update(Change).values(created_at=datetime(2020, 1, 1, tzinfo=UTC)))
+        changelog.record(session, user.id, "Email", [4], "updated")
+    jobs = Jobs(
+        store,
+        make_queues(Settings(data_dir=tmp_path)),
+        Settings(data_dir=tmp_path, changelog_retention_days=30),
+    )
+    assert jobs.run_prune_changelog() == 3
+    with store.session() as session:
+        assert session.scalar(select(func.count()).select_from(Change)) == 1

@@ -100,6 +100,7 @@ class Runtime:
             [
                 Duty("wake snoozed threads", 60, lambda: self.jobs.wake_snoozed()),
                 Duty("retry propagation", 60, self._propagate_due),
+                Duty("prune the change log", 3600, lambda: self.jobs.prune_changelog()),
             ]
         )
         self._consumers: list[ThreadConsumer] = []

@@ -70,6 +70,9 @@ class Jobs:
         self.wake_snoozed: TaskWrapper = queues["ingest"].task(name="wake_snoozed")(
             self.run_wake_snoozed
         )
+        self.prune_changelog: TaskWrapper = queues["ingest"].task(name="prune_changelog")(
+            self.run_prune_changelog
+        )
         self.follow_up: dict[str, TaskWrapper] = {
             name: queues[name].task(name="follow_up", retries=2, retry_delay=60)(self.run_follow_up)
             for name in (LIVE, RECENT_QUEUE, BACKLOG)
@@ -197,6 +200,13 @@ class Jobs:
             with self.store.session() as session:
                 woken += len(Operations(session, user_id, now=self.now).wake_due())
         return woken
+
+    def run_prune_changelog(self) -> int:
+        """Drop change-log rows older than the retention (JMAP clients then resync)."""
+        from mailroom.jmap.changes import prune_changes
+
+        days = self.settings.changelog_retention_days if self.settings else 30
+        return prune_changes(self.store, self.now() - timedelta(days=days))
 
     def run_follow_up(self, message_ids: list[int]) -> None:
         """Run the registered enrichers on a batch of messages."""
