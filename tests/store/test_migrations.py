@@ -19,3 +19,21 @@ def test_downgrade_to_base_and_upgrade_again(store: Store) -> None:
     command.downgrade(config, "base")
     command.upgrade(config, "head")
     command.check(config)
+
+
+def test_subject_key_migration_fills_existing_rows(store: Store) -> None:
+    """Upgrading to 0006 keys the subjects of mail stored before it, as ingest would."""
+    from sqlalchemy import select
+
+    from mailroom.conversations.subject import subject_key
+    from mailroom.store.models import Message
+    from tests.factories import make_message
+    from tests.helpers import ingest, make_account
+
+    ingest(store, make_account(store), [("a", make_message("a@x", subject="Re: [list] Plans"))])
+    config = alembic_config(store)
+    command.downgrade(config, "0005")
+    command.upgrade(config, "head")
+    with store.session() as session:
+        key = session.scalar(select(Message.subject_key))
+    assert key is not None and key == subject_key("Plans")

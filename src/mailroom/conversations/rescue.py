@@ -60,7 +60,7 @@ from sqlalchemy import ColumnElement, and_, exists, not_, or_, select
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
-from mailroom.conversations.subject import REPLY_PREFIXES, split_subject
+from mailroom.conversations.subject import REPLY_PREFIXES, key_hash, split_subject
 from mailroom.store.models import Message, MessageRef
 
 log = logging.getLogger(__name__)
@@ -119,10 +119,6 @@ def _reply_like() -> ColumnElement[bool]:
 def _eligible_subject(subject: str | None) -> bool:
     reply, core = split_subject(subject or "")
     return reply and bool(core)
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 def _participants(from_email: str, recipients: Any, owner: Collection[str]) -> frozenset[str]:
@@ -198,10 +194,10 @@ class SubjectRescue:
             has_refs.label("has_refs"),
         ]
 
-    def _facts(self, *conditions: ColumnElement[bool], by_time: bool = False) -> list[Facts]:
-        # Looked up by time, the (user, received_at) index is the one to use; by id or thread,
-        # ``user_id + 0`` keeps SQLite from scanning the user's messages through it.
-        user = Message.user_id == self.user_id if by_time else Message.user_id + 0 == self.user_id
+    def _facts(self, *conditions: ColumnElement[bool]) -> list[Facts]:
+        # ``user_id + 0`` keeps SQLite from scanning the user's messages through the
+        # (user_id, received_at) index instead of the selective one (id, thread, subject key).
+        user = Message.user_id + 0 == self.user_id
         rows = self.session.execute(
             select(*self._columns()).where(user, Message.thread_id.is_not(None), *conditions)
         )
@@ -263,15 +259,13 @@ class SubjectRescue:
         cached = self._anchor_cache.get(reply.id)
         if cached is not None:
             return cached
-        pattern = "%" + _escape_like(reply.core) + "%"
         found = [
             other
             for other in self._facts(
+                Message.subject_key == key_hash(reply.key),
                 Message.received_at >= reply.received_at - SUBJECT_WINDOW,
                 Message.received_at <= reply.received_at + SUBJECT_WINDOW,
-                Message.subject.ilike(pattern, escape="!"),
                 Message.id != reply.id,
-                by_time=True,
             )
             if self.is_anchor(reply, other)
         ]
@@ -308,7 +302,11 @@ class SubjectRescue:
                 )
             )
             for reply in self._facts(
-                window, Message.provider_thread_id.is_(None), no_refs, reply_like, by_time=True
+                Message.subject_key.in_(sorted(key_hash(key) for key in by_key)),
+                window,
+                Message.provider_thread_id.is_(None),
+                no_refs,
+                reply_like,
             ):
                 if reply.eligible and any(self.is_anchor(reply, a) for a in by_key[reply.key]):
                     found[reply.id] = reply

@@ -73,9 +73,16 @@ def normalized_subject(subject: str) -> str:
     return split_subject(subject)[1].casefold()
 
 
+def key_hash(normalized: str) -> str:
+    """SHA-1 hex of a normalized subject: what ``messages.subject_key`` holds (indexed)."""
+    return hashlib.sha1(normalized.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
 def subject_key(subject: str) -> str | None:
-    """The stored lookup key of a subject (SHA-1 hex of the normalized text); None if empty."""
+    """The stored lookup key of a subject (SHA-1 hex of the normalized text); None if empty.
+
+    The subject rescue finds candidates by equality on this indexed key
+    instead of scanning subjects.
+    """
     text = normalized_subject(subject)
-    if not text:
-        return None
-    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
+    return key_hash(text) if text else None

@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.references import reference_chain
+from mailroom.conversations.subject import subject_key
 from mailroom.ingest.pipeline import Batch, StoredMessage, run_pipeline
 from mailroom.mime import Address, ParsedMessage, parse_message
 from mailroom.store import changelog
@@ -121,6 +122,7 @@ def _message_row(
         "provider_thread_id": item.provider_thread_id,
         "message_id_header": parsed.message_id,
         "subject": parsed.subject,
+        "subject_key": subject_key(parsed.subject),
         "from_name": sender.name if sender else "",
         "from_email": sender.email if sender else "",
         "recipients": {

@@ -12,7 +12,8 @@
    * otherwise: flags and expunges since the last scan (:func:`.changes.scan_changes`);
    * new mail: UIDs above ``last_seen_uid``, ascending, 50 per page
      (:func:`.fetcher.store_page`), the mark advancing after each committed page;
-4. when every folder answered: messages left without any location are gone from
+4. when every folder answered (a folder the server refuses is skipped, and then
+   nothing is judged): messages left without any location are gone from
    the server and are deleted — after a search of the folders still importing,
    because a message moved into a folder's history is not gone (it is re-located).
 
@@ -31,7 +32,7 @@ from sqlalchemy import select, update
 from mailroom.config import Settings
 from mailroom.providers.imap.account import PROVIDER
 from mailroom.providers.imap.changes import remap_folder, scan_changes
-from mailroom.providers.imap.connection import ImapConnection
+from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, syncable_folders
 from mailroom.providers.imap.fetcher import fetch_envelopes, run_page
 from mailroom.providers.imap.identity import parse_provider_id
@@ -97,13 +98,20 @@ def sync_account(
                 if folders is None or f.id in folders
             ]
         left = budget
+        answered = True
         for folder_id, path in targets:
-            changed, used = _sync_folder(conn, store, scope, folder_id, path, left)
+            try:
+                changed, used = _sync_folder(conn, store, scope, folder_id, path, left)
+            except CommandError as exc:
+                # One folder refusing (deleted meanwhile, no rights) costs that folder only.
+                log.warning("Folder %r of account %s not synced: %s", path, account_id, exc)
+                answered = False
+                continue
             if changed:
                 touched.add(folder_id)
             if left is not None:
                 left = max(0, left - used)
-        if folders is None:
+        if folders is None and answered:
             _judge_orphans(conn, store, scope)
     return sorted(touched)
 

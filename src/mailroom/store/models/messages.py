@@ -36,6 +36,7 @@ class Message(Base):
     __table_args__ = (
         UniqueConstraint("provider_id", "account_id"),
         Index("ix_messages_user_id_received_at", "user_id", "received_at"),
+        Index("ix_messages_subject_key_received_at", "subject_key", "received_at"),
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
@@ -50,6 +51,7 @@ class Message(Base):
     )
     message_id_header: Mapped[str | None] = mapped_column(String(1000), index=True)
     subject: Mapped[str] = mapped_column(Text, default="")
+    subject_key: Mapped[str | None] = mapped_column(String(40))  # conversations.subject
     from_name: Mapped[str] = mapped_column(String(500), default="")
     from_email: Mapped[str] = mapped_column(String(500), default="", index=True)
     recipients: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
