@@ -78,3 +78,32 @@ def test_drop_mid_fetch_during_sync_then_resume(
     with store.session() as session:
         assert session.scalars(select(SkippedMessage)).all() == []
     assert_mirrors(store, proxied, mailbox)
+
+
+def test_drop_during_look_ahead_then_resume(
+    store: Store, settings: Settings, mailbox: Mailbox, proxied: int, proxy: FaultyProxy
+) -> None:
+    """A connection cut during the look-ahead fails a later call; nothing is lost or doubled."""
+    from mailroom.providers.imap.login import account_connection
+
+    body = "z" * 3_000 + "\n"
+    with mailbox.client() as other:
+        for i in range(150):
+            other.append("INBOX", make_message(f"la-{i}@x", body=body))
+    with account_connection(store, proxied, settings=settings) as conn:
+        sync_account(store, proxied, settings=settings, connection=conn)
+        proxy.drop_after(200_000)  # inside the look-ahead of the second page
+        calls = 0
+        more = True
+        while more:
+            calls += 1
+            assert calls < 30, "the import does not recover"
+            if calls == 6:
+                proxy.reset()
+            try:  # a closed connection is replaced by a new one on the next call
+                more = import_page(store, proxied, settings=settings, connection=conn)
+            except TransientError:
+                continue
+    assert proxy.connections_dropped >= 1
+    assert len(message_ids(store, proxied)) == 150
+    assert_mirrors(store, proxied, mailbox)

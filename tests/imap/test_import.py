@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from mailroom.config import Settings
@@ -162,7 +163,11 @@ def test_a_message_the_parser_rejects_is_kept_raw_and_costs_nothing_else(
         blobs = session.scalars(select(Blob.size)).all()
     assert len(rows) == 2
     assert len(blobs) == 2
-    assert any(mid == "fine@x" for mid, _notes in rows)
+    notes = {mid: n for mid, n in rows}
+    assert "fine@x" in notes
+    assert "message-id: missing" in notes[None]  # identified by its bytes' hash
+    sync_all(store, account, settings)  # and recognised again: nothing is stored twice
+    assert message_count(store, account) == 2
 
 
 def test_an_unreadable_message_is_skipped_after_five_attempts(
@@ -206,3 +211,48 @@ def test_import_state_is_one_query_and_doubts_until_discovered(
     sync_account(store, account, settings=settings)
     with store.session() as session:
         assert not import_state(session, account).importing
+
+
+def test_look_ahead_on_a_kept_connection_survives_changes_between_pages(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """Pages fetched ahead are used only if still exact; expunges between pages lose nothing."""
+    from mailroom.providers.imap.login import account_connection
+
+    with mailbox.client() as client:
+        for i in range(160):
+            client.append("INBOX", make_message(f"la-{i}@x"))
+    with account_connection(store, account, settings=settings) as conn:
+        sync_account(store, account, settings=settings, connection=conn)
+        assert import_page(store, account, settings=settings, connection=conn)  # 111-160
+        assert conn.attached  # the next page (61-110) is on its way
+        with mailbox.client() as client:  # another client deletes from the prefetched page
+            client.select_folder("INBOX")
+            client.delete_messages([100, 101])
+            client.uid_expunge([100, 101])
+        while import_page(store, account, settings=settings, connection=conn):
+            pass
+        # Fetched before the expunge, so stored; the next sync sees them vanish.
+        sync_account(store, account, settings=settings, connection=conn)
+    assert len(message_ids(store, account)) == 158
+    assert_mirrors(store, account, mailbox)
+
+
+@pytest.mark.slow
+def test_a_large_import_parses_in_worker_processes(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """With more than a thousand messages the look-ahead parses in worker processes; all arrive."""
+    from mailroom.providers.imap.login import account_connection
+
+    for i in range(1_100):
+        mailbox.server.deliver(mailbox.user, make_message(f"big-{i}@x", subject=f"big {i}"))
+    pages = 0
+    with account_connection(store, account, settings=settings) as conn:
+        sync_account(store, account, settings=settings, connection=conn)
+        while import_page(store, account, settings=settings, connection=conn):
+            pages += 1
+        assert conn.attached  # the look-ahead and its parse pool are attached to the connection
+    assert not conn.attached  # ... and released with it
+    assert pages == 21  # 22 pages; the last one says no more
+    assert_mirrors(store, account, mailbox)

@@ -88,3 +88,46 @@ def test_renewal_must_stay_under_29_minutes(store: Store, account: int) -> None:
     """A renewal interval of 29 minutes or more is refused (RFC 2177)."""
     with pytest.raises(ConfigError):
         ImapWatcher(store, account, renew_after=29 * 60)
+
+
+def test_a_dropped_connection_ends_the_watch_with_a_transient_error(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """When the server connection drops during IDLE, run() raises TransientError; state idle."""
+    from mailroom.providers.base import TransientError
+    from tests.support.tcpproxy import FaultyProxy
+
+    sync_account(store, account, settings=settings)
+    with FaultyProxy(mailbox.server.host, mailbox.server.port) as proxy:
+        with store.session() as session:
+            row = session.get(Account, account)
+            assert row is not None
+            row.settings = {**row.settings, "port": proxy.port}
+        watcher = ImapWatcher(store, account, settings=settings, poll_interval=0.1)
+        with watching(watcher) as errors:
+            assert _wait_for(lambda: watcher.idles >= 1), errors
+            proxy.drop_all()
+            assert _wait_for(lambda: bool(errors)), "the watcher did not notice the drop"
+        assert isinstance(errors[0], TransientError)
+    assert _watch_state(store, account) == "idle"
+
+
+def test_import_stalled_after_five_silent_minutes(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int
+) -> None:
+    """An import with work left and no page for 5 minutes is reported stalled; a done one is not."""
+    from datetime import timedelta
+
+    from mailroom.providers.imap import import_page, import_stalled
+    from mailroom.store.models import utcnow
+
+    for i in range(60):
+        mailbox.append("INBOX", make_message(f"s-{i}@x"))
+    sync_account(store, account, settings=settings)
+    assert import_stalled(store, account)  # work left, no page yet
+    assert import_page(store, account, settings=settings)
+    assert not import_stalled(store, account)
+    assert import_stalled(store, account, now=utcnow() + timedelta(minutes=6))
+    while import_page(store, account, settings=settings):
+        pass
+    assert not import_stalled(store, account, now=utcnow() + timedelta(minutes=6))

@@ -43,6 +43,9 @@ class PagedImporter:
         done = self.done.get(account.id, 0)
         return ImportState(importing=done < PAGES, done=done, total=PAGES)
 
+    def close(self) -> None:
+        """Nothing is held between pages."""
+
 
 @pytest.fixture
 def paged_provider() -> Iterator[None]:

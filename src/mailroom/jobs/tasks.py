@@ -140,6 +140,8 @@ class Jobs:
         except RateLimitError as error:
             self.import_page.schedule((account_id,), delay=error.retry_after or 60)
             return
+        finally:
+            importer.close()  # one job, one page: nothing is held until the next job
         if more:
             self.import_page(account_id)
 

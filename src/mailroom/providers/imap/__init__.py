@@ -10,6 +10,7 @@ One concept per module:
 ``discovery``   folders → labels (special-use, renames, deletes)
 ``mirror``      writing the server's view (locations, folder labels, flags)
 ``fetcher``     fetching and storing one page of UIDs (shared by sync and import)
+``prefetch``    the importer's look-ahead: next page fetched and parsed meanwhile
 ``changes``     flags and expunges (CONDSTORE/QRESYNC/UID diff), UIDVALIDITY re-map
 ``syncer``      new mail and changes: ``sync_account``
 ``importer``    history, one page per call: ``import_page``

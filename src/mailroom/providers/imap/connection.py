@@ -23,9 +23,11 @@ import contextlib
 import imaplib
 import logging
 import re
+import select
 import socket
 import ssl
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,6 +202,9 @@ class ImapConnection:
         self._early_idle: list[tuple[Any, ...]] = []
         self.hints: dict[int, bool] = {}  # folder id -> fetch bodies with envelopes
         self.selected_status: FolderStatus | None = None
+        self.background: threading.Thread | None = None  # a look-ahead fetch in progress
+        self.attached: dict[str, Any] = {}  # per-connection helpers (the importer's look-ahead)
+        self.on_close: list[Callable[[], None]] = []
 
     # -- plumbing ---------------------------------------------------------------
 
@@ -215,7 +220,12 @@ class ImapConnection:
 
     @contextlib.contextmanager
     def guard(self, what: str) -> Iterator[None]:
-        """Translate socket and protocol failures of ``what`` into provider errors."""
+        """Translate socket and protocol failures of ``what`` into provider errors.
+
+        Also the one door to the socket: a command waits for a background fetch (the
+        importer's look-ahead) to finish first, so two threads never talk at once.
+        """
+        self.settle()
         try:
             yield
         except ProviderError:
@@ -241,8 +251,20 @@ class ImapConnection:
         with contextlib.suppress(Exception):
             self.client.shutdown()
 
+    def settle(self) -> None:
+        """Wait for a background user of this connection (not called from that thread)."""
+        thread = self.background
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+            self.background = None
+
     def close(self) -> None:
-        """Log out (best effort) and close the socket."""
+        """Log out (best effort), close the socket, release what is attached to it."""
+        self.settle()
+        for closer in self.on_close:
+            with contextlib.suppress(Exception):
+                closer()
+        self.on_close.clear()
         if self.closed:
             return
         self.closed = True
@@ -411,32 +433,46 @@ class ImapConnection:
             # then already holds them and polling the socket would never see them.
             self._early_idle = self._buffered_responses()
 
-    def _buffered_responses(self) -> list[tuple[Any, ...]]:
+    def _line_waiting(self) -> bool:
+        """Whether imaplib's reader (or the TLS layer) already holds received bytes."""
+        sock = self.client.socket()
+        pending = getattr(sock, "pending", None)
+        if callable(pending) and pending() > 0:
+            return True
         reader = getattr(self.imap, "file", None)
         if reader is None or not hasattr(reader, "peek"):
-            return []
-        sock = self.client.socket()
+            return False
+        sock.setblocking(False)
+        try:
+            return bool(reader.peek(1))
+        except OSError:
+            return False
+        finally:
+            sock.setblocking(True)
+            self.client._set_read_timeout()
+
+    def _buffered_responses(self) -> list[tuple[Any, ...]]:
         responses: list[tuple[Any, ...]] = []
-        while True:
-            sock.setblocking(False)
-            try:
-                waiting = bool(reader.peek(1))
-            except OSError:
-                waiting = False
-            finally:
-                sock.setblocking(True)
-                self.client._set_read_timeout()
-            if not waiting:
-                return responses
+        while self._line_waiting():
             responses.append(_parse_untagged_response(self.imap._get_line()))
+        return responses
 
     def idle_check(self, timeout: float) -> list[tuple[Any, ...]]:
-        """Wait up to ``timeout`` seconds for IDLE responses."""
+        """Wait up to ``timeout`` seconds for IDLE responses.
+
+        Unlike IMAPClient's ``idle_check``, a connection closed by the server raises
+        :class:`TransientError` instead of looking like "nothing happened".
+        """
         early, self._early_idle = self._early_idle, []
         if early:
             return early
         with self.guard("waiting in IDLE"):
-            responses: list[tuple[Any, ...]] = self.client.idle_check(timeout=timeout)
+            if not self._line_waiting():
+                ready, _w, _x = select.select([self.client.socket()], [], [], timeout)
+                if not ready:
+                    return []
+            responses = [_parse_untagged_response(self.imap._get_line())]  # EOF raises
+            responses.extend(self._buffered_responses())
         return responses
 
     def idle_done(self) -> list[tuple[Any, ...]]:

@@ -22,7 +22,7 @@ message's fault: it propagates and costs no attempt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +32,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from mailroom.ingest import IncomingMessage, Location, store_batch
 from mailroom.ingest.batch import BatchResult
 from mailroom.ingest.steps import run_steps
+from mailroom.mime import ParsedMessage
 from mailroom.providers.base import TransientError
 from mailroom.providers.imap.connection import CommandError, FetchData, ImapConnection, uid_set
 from mailroom.providers.imap.identity import (
@@ -273,19 +274,24 @@ def store_page(
     uids: Sequence[int],
     *,
     optimistic: bool = False,
+    given: tuple[dict[int, Envelope], dict[int, bytes], dict[int, str]] | None = None,
+    parsed: Mapping[int, ParsedMessage] | None = None,
 ) -> PageOutcome:
     """Fetch and store the given UIDs of the selected folder; see the module docstring.
 
     ``optimistic``: fetch envelopes and bodies in one round trip (sizes first, to keep
     chunks bounded), for pages where nothing is expected to be stored already — a
     first import. A message that turns out to be stored is then re-located all the
-    same; only its bytes were fetched in vain.
+    same; only its bytes were fetched in vain. ``given``/``parsed``: envelopes, bodies,
+    failures and parsed messages fetched ahead of time (:mod:`.prefetch`).
     """
     outcome = PageOutcome()
     if not uids:
         return outcome
     early: dict[int, bytes] = {}
-    if optimistic:
+    if given is not None:
+        envelopes, early, failed = given
+    elif optimistic:
         envelopes, early, failed = fetch_envelopes_and_bodies(conn, list(uids))
     else:
         envelopes, failed = fetch_envelopes(conn, list(uids))
@@ -336,6 +342,7 @@ def store_page(
                 locations=[Location(folder_id, uidvalidity, env.uid)],
                 received_at=env.internaldate,
                 seen=SEEN in env.flags,
+                parsed=(parsed or {}).get(env.uid),
             )
         )
         uid_of.setdefault(pid, []).append(env.uid)
@@ -484,6 +491,9 @@ def run_page(
     uidvalidity: int,
     marks: FolderMarks,
     uids: Sequence[int],
+    *,
+    given: tuple[dict[int, Envelope], dict[int, bytes], dict[int, str]] | None = None,
+    parsed: Mapping[int, ParsedMessage] | None = None,
 ) -> tuple[PageOutcome, set[int]]:
     """Store a page with failure accounting; returns (outcome, UIDs still to retry).
 
@@ -503,6 +513,8 @@ def run_page(
                 uidvalidity,
                 uids,
                 optimistic=conn.hints.get(folder_id, True),
+                given=given,
+                parsed=parsed,
             )
             # Stay optimistic while pages hold only new mail; a page that re-located
             # messages (moves, copies) makes the next one look at envelopes first.

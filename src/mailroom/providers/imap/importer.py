@@ -23,6 +23,7 @@ history left, ``Account.import_finished_at`` is set.
 from __future__ import annotations
 
 import logging
+import weakref
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
@@ -32,9 +33,10 @@ from mailroom.providers.base import ImportState
 from mailroom.providers.imap.account import PROVIDER
 from mailroom.providers.imap.connection import ImapConnection
 from mailroom.providers.imap.discovery import syncable_folders
-from mailroom.providers.imap.fetcher import run_page
+from mailroom.providers.imap.fetcher import fetch_envelopes_and_bodies, run_page
 from mailroom.providers.imap.login import account_connection, open_connection
 from mailroom.providers.imap.mirror import AccountScope, insert_for, located
+from mailroom.providers.imap.prefetch import LookAhead, Prefetched
 from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, import_state
 from mailroom.providers.imap.syncer import sync_account
 from mailroom.store.engine import Store
@@ -56,6 +58,8 @@ class ImapImporter:
         self.store = store
         self.settings = settings
         self._connections: dict[int, ImapConnection] = {}
+        # A job that drops the importer without close() must not leak the connection.
+        self._finalizer = weakref.finalize(self, _close_all, self._connections)
 
     def supports(self, account: Account) -> bool:
         """IMAP accounts that are not disconnected."""
@@ -71,14 +75,18 @@ class ImapImporter:
 
     def close(self) -> None:
         """Log out of every connection kept between pages."""
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
+        _close_all(self._connections)
 
     def state(self, account: Account) -> ImportState:
         """Whether the account is still importing (one query)."""
         with self.store.session() as session:
             return import_state(session, account.id)
+
+
+def _close_all(connections: dict[int, ImapConnection]) -> None:
+    for conn in connections.values():
+        conn.close()
+    connections.clear()
 
 
 def import_stalled(store: Store, account_id: int, now: datetime | None = None) -> bool:
@@ -150,7 +158,7 @@ def import_page(
             # The folder was reset behind our back: the syncer re-maps it first.
             sync_account(store, account_id, settings=settings, connection=conn, folders=[folder_id])
             return True
-        _page(conn, store, scope, folder_id, path, validity)
+        _page(conn, store, scope, folder_id, path, validity, lookahead=connection is conn)
         _touch(store, account_id)
         with store.session() as session:
             more = import_state(session, account_id).importing
@@ -166,6 +174,8 @@ def _page(
     folder_id: int,
     path: str,
     validity: int,
+    *,
+    lookahead: bool = False,
 ) -> None:
     with store.session() as session:
         folder = session.get(Folder, folder_id)
@@ -175,6 +185,7 @@ def _page(
     below = conn.uids(f"1:{floor - 1}") if floor > 1 else []
     below.reverse()  # newest first
     page: list[int] = []
+    following: list[int] = []  # the page after this one, for the look-ahead
     skipped_located = 0
     lowest_seen = floor
     with store.session() as session:
@@ -182,19 +193,44 @@ def _page(
             chunk = below[start : start + _SCAN_CHUNK]
             stored = located(session, folder_id, validity, chunk)
             for uid in chunk:
-                if len(page) >= PAGE_SIZE:
+                if len(following) >= PAGE_SIZE:
                     break
+                if len(page) >= PAGE_SIZE:
+                    if uid not in stored and uid not in marks.given_up:
+                        following.append(uid)
+                    continue
                 lowest_seen = uid
                 if uid in stored or uid in marks.given_up:
                     skipped_located += 1
                 else:
                     page.append(uid)
-            if len(page) >= PAGE_SIZE:
+            if len(following) >= PAGE_SIZE or (len(page) >= PAGE_SIZE and not lookahead):
                 break
+    ahead = LookAhead.of(conn, len(below)) if lookahead else None
+    prefetched = ahead.take(folder_id, validity, page) if ahead is not None and page else None
+    if ahead is not None and following and not marks.careful:
+        if prefetched is None and page:
+            # Nothing usable was prefetched: fetch this page now, then look ahead.
+            envelopes, bodies, failed = fetch_envelopes_and_bodies(conn, page)
+            prefetched = Prefetched(folder_id, validity, tuple(page), envelopes, bodies, failed)
+        ahead.start(folder_id, validity, following)
     handled = skipped_located
     retry: set[int] = set()
     if page:
-        outcome, retry = run_page(conn, store, scope, folder_id, path, validity, marks, page)
+        outcome, retry = run_page(
+            conn,
+            store,
+            scope,
+            folder_id,
+            path,
+            validity,
+            marks,
+            page,
+            given=(prefetched.envelopes, prefetched.bodies, prefetched.failed)
+            if prefetched is not None
+            else None,
+            parsed=prefetched.parsed() if prefetched is not None else None,
+        )
         handled += len(outcome.handled)
         new_floor = max(retry) + 1 if retry else lowest_seen
     else:
