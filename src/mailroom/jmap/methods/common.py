@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -114,3 +114,18 @@ def parse_utc_date(value: object, name: str) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+def changes_response(
+    context: Context, since: int, changes: Any, to_id: Callable[[int], str]
+) -> dict[str, Any]:
+    """The body of a Foo/changes response (RFC 8620 §5.2) for a folded change set."""
+    return {
+        "accountId": context.account_id,
+        "oldState": str(since),
+        "newState": str(changes.new_state),
+        "hasMoreChanges": changes.has_more,
+        "created": [to_id(i) for i in changes.created],
+        "updated": [to_id(i) for i in changes.updated],
+        "destroyed": [to_id(i) for i in changes.destroyed],
+    }

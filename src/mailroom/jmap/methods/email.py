@@ -39,6 +39,7 @@ from mailroom.jmap.mapping import JMAP_ROLE, SETTABLE_KEYWORDS, role_labels
 from mailroom.jmap.methods.common import (
     TABS,
     boolean,
+    changes_response,
     integer,
     max_changes,
     requested_ids,
@@ -389,15 +390,7 @@ def email_changes(context: Context, session: Session, args: dict[str, Any]) -> d
     states = current_states(session, user_id)
     since = parse_state(args.get("sinceState"), states.floor("Email"), states.email)
     changes = jchanges.email_changes(session, user_id, since, limit)
-    return {
-        "accountId": context.account_id,
-        "oldState": str(since),
-        "newState": str(changes.new_state),
-        "hasMoreChanges": changes.has_more,
-        "created": [ids.email_id(i) for i in changes.created],
-        "updated": [ids.email_id(i) for i in changes.updated],
-        "destroyed": [ids.email_id(i) for i in changes.destroyed],
-    }
+    return changes_response(context, since, changes, ids.email_id)
 
 
 def _search(context: Context, session: Session, user_id: int, args: dict[str, Any]) -> EmailSearch:

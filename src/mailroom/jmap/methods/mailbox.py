@@ -22,6 +22,7 @@ from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.mapping import JMAP_ROLE, MAILROOM_ROLE, SORT_ORDER, USER_LABEL_SORT_ORDER
 from mailroom.jmap.methods.common import (
     boolean,
+    changes_response,
     integer,
     max_changes,
     requested_ids,
@@ -145,16 +146,7 @@ def mailbox_changes(context: Context, session: Session, args: dict[str, Any]) ->
     states = current_states(session, user_id)
     since = parse_state(args.get("sinceState"), states.floor("Mailbox", "Email"), states.mailbox)
     changes = jchanges.mailbox_changes(session, user_id, since, limit)
-    return {
-        "accountId": context.account_id,
-        "oldState": str(since),
-        "newState": str(changes.new_state),
-        "hasMoreChanges": changes.has_more,
-        "created": [ids.mailbox_id(i) for i in changes.created],
-        "updated": [ids.mailbox_id(i) for i in changes.updated],
-        "destroyed": [ids.mailbox_id(i) for i in changes.destroyed],
-        "updatedProperties": None,
-    }
+    return {**changes_response(context, since, changes, ids.mailbox_id), "updatedProperties": None}
 
 
 def _matches(label: Label, condition: dict[str, Any]) -> bool:

@@ -16,7 +16,12 @@ from mailroom.jmap import changes as jchanges
 from mailroom.jmap import ids
 from mailroom.jmap.changes import current_states, parse_state
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.methods.common import max_changes, requested_ids, requested_properties
+from mailroom.jmap.methods.common import (
+    changes_response,
+    max_changes,
+    requested_ids,
+    requested_properties,
+)
 from mailroom.jmap.scope import owned_by
 from mailroom.store.models import Message
 
@@ -72,12 +77,4 @@ def thread_changes(context: Context, session: Session, args: dict[str, Any]) -> 
     states = current_states(session, user_id)
     since = parse_state(args.get("sinceState"), states.floor("Thread"), states.thread)
     changes = jchanges.thread_changes(session, user_id, since, limit)
-    return {
-        "accountId": context.account_id,
-        "oldState": str(since),
-        "newState": str(changes.new_state),
-        "hasMoreChanges": changes.has_more,
-        "created": [f"T{i}" for i in changes.created],
-        "updated": [f"T{i}" for i in changes.updated],
-        "destroyed": [f"T{i}" for i in changes.destroyed],
-    }
+    return changes_response(context, since, changes, lambda i: f"T{i}")
