@@ -42,6 +42,7 @@ from sqlalchemy.orm import Session
 from mailroom.jmap.errors import MethodError
 from mailroom.jmap.scope import owned_by
 from mailroom.store import changelog
+from mailroom.store.changelog import ChangeSet
 from mailroom.store.engine import Store
 from mailroom.store.models import Change, ChangeFloor, Label, MessageLabel, Thread, utcnow
 
@@ -111,32 +112,14 @@ def parse_state(value: object, floor: int, current: int) -> int:
     return since
 
 
-@dataclass
-class Changes:
-    """The integer ids created, updated and destroyed between two states."""
-
-    old_state: int
-    new_state: int
-    has_more: bool = False
-    created: list[int] = field(default_factory=list)
-    updated: list[int] = field(default_factory=list)
-    destroyed: list[int] = field(default_factory=list)
-
-
-def email_changes(session: Session, user_id: int, since: int, max_changes: int | None) -> Changes:
+def email_changes(session: Session, user_id: int, since: int, max_changes: int | None) -> ChangeSet:
     """``Email/changes`` from ``since`` (already checked by :func:`parse_state`)."""
-    folded = changelog.changes_since(session, user_id, "Email", since, max_changes)
-    return Changes(
-        since,
-        int(folded.new_state),
-        folded.has_more,
-        folded.created,
-        folded.updated,
-        folded.destroyed,
-    )
+    return changelog.changes_since(session, user_id, "Email", since, max_changes)
 
 
-def thread_changes(session: Session, user_id: int, since: int, max_changes: int | None) -> Changes:
+def thread_changes(
+    session: Session, user_id: int, since: int, max_changes: int | None
+) -> ChangeSet:
     """``Thread/changes``; an "updated" thread that is gone or empty is reported destroyed."""
     folded = changelog.changes_since(session, user_id, "Thread", since, max_changes)
     candidates = folded.updated + folded.created
@@ -151,9 +134,9 @@ def thread_changes(session: Session, user_id: int, since: int, max_changes: int 
                 )
             )
         )
-    return Changes(
+    return ChangeSet(
         since,
-        int(folded.new_state),
+        folded.new_state,
         folded.has_more,
         [t for t in folded.created if t in alive],
         [t for t in folded.updated if t in alive],
@@ -161,7 +144,9 @@ def thread_changes(session: Session, user_id: int, since: int, max_changes: int 
     )
 
 
-def mailbox_changes(session: Session, user_id: int, since: int, max_changes: int | None) -> Changes:
+def mailbox_changes(
+    session: Session, user_id: int, since: int, max_changes: int | None
+) -> ChangeSet:
     """``Mailbox/changes``: logged Mailbox rows plus the mailboxes of changed Emails."""
     events: dict[int, list[tuple[str, int]]] = defaultdict(list)  # seq -> [(kind, mailbox)]
     for seq, object_id, kind in session.execute(
@@ -223,16 +208,7 @@ def mailbox_changes(session: Session, user_id: int, since: int, max_changes: int
         new_state = seq
     if not has_more and last_seq is not None:
         new_state = max(new_state, last_seq)
-    result = Changes(since, new_state, has_more)
-    for mailbox, kind in first.items():
-        if last[mailbox] == "destroyed":
-            if kind != "created":
-                result.destroyed.append(mailbox)
-        elif kind == "created":
-            result.created.append(mailbox)
-        else:
-            result.updated.append(mailbox)
-    return result
+    return changelog.fold(since, new_state, has_more, first, last)
 
 
 def query_changes(session: Session, user_id: int, since: int) -> tuple[set[int], set[int]]:

@@ -42,10 +42,10 @@ def current_state(session: Session, user_id: int, type_: str) -> str:
 
 @dataclass
 class ChangeSet:
-    """Objects created, updated and destroyed since a state, and the new state."""
+    """Objects created, updated and destroyed since a state, and the new state (sequences)."""
 
-    old_state: str
-    new_state: str
+    old_state: int
+    new_state: int
     has_more: bool = False
     created: list[int] = field(default_factory=list)
     updated: list[int] = field(default_factory=list)
@@ -76,7 +76,18 @@ def changes_since(
     for _seq, object_id, kind in rows:
         first_kind.setdefault(object_id, kind)
         last_kind[object_id] = kind
-    result = ChangeSet(str(since), str(rows[-1].seq if rows else since), has_more)
+    return fold(since, rows[-1].seq if rows else since, has_more, first_kind, last_kind)
+
+
+def fold(
+    since: int,
+    new_state: int,
+    has_more: bool,
+    first_kind: dict[int, str],
+    last_kind: dict[int, str],
+) -> ChangeSet:
+    """The change set from each object's first and last kind of change in the window."""
+    result = ChangeSet(since, new_state, has_more)
     for object_id, first in first_kind.items():
         last = last_kind[object_id]
         if last == "destroyed":

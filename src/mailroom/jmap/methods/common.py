@@ -8,6 +8,7 @@ from typing import Any
 
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import MethodError, invalid_arguments
+from mailroom.store.changelog import ChangeSet
 
 MAIL = "urn:ietf:params:jmap:mail"
 CORE = "urn:ietf:params:jmap:core"
@@ -117,7 +118,7 @@ def parse_utc_date(value: object, name: str) -> datetime:
 
 
 def changes_response(
-    context: Context, since: int, changes: Any, to_id: Callable[[int], str]
+    context: Context, since: int, changes: ChangeSet, to_id: Callable[[int], str]
 ) -> dict[str, Any]:
     """The body of a Foo/changes response (RFC 8620 §5.2) for a folded change set."""
     return {
