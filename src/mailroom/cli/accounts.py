@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,36 +10,12 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import select
 
-from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
-from mailroom.errors import ConfigError, NotFoundError
+from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors, read_password
+from mailroom.errors import NotFoundError
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.providers import registry
 from mailroom.providers.imap.account import TLS_MODES, add_imap_account
 from mailroom.store.models import Account, User
-
-
-def _read_password(password_file: Path | None, password_stdin: bool) -> str:
-    if (password_file is None) == (not password_stdin):
-        raise ConfigError(
-            "Give the password with exactly one of --password-file or --password-stdin."
-        )
-    if password_file is not None:
-        try:
-            text = password_file.expanduser().read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"The password file {password_file} does not exist.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-            raise ConfigError(
-                f"The password file {password_file} cannot be read ({reason})."
-            ) from None
-    else:
-        text = sys.stdin.read()
-    password = text[:-1] if text.endswith("\n") else text
-    password = password[:-1] if password.endswith("\r") else password
-    if not password:
-        raise ConfigError("The password is empty.")
-    return password
 
 
 @click.group("account")
@@ -87,7 +62,7 @@ def add_imap_command(
     owner: str,
 ) -> None:
     """Add an IMAP account; the password is stored encrypted under the master key."""
-    password = _read_password(password_file, password_stdin)
+    password = read_password(password_file, password_stdin)
     add_imap_account(
         app.store,
         app.settings,

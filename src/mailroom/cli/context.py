@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from mailroom.config import Settings, load_settings
-from mailroom.errors import MailroomError
+from mailroom.errors import ConfigError, MailroomError
 from mailroom.store.engine import Store, open_store
 
 P = ParamSpec("P")
@@ -75,3 +75,32 @@ def echo_json(obj: Any) -> None:
     import json
 
     click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+
+
+def read_password(password_file: Path | None, password_stdin: bool) -> str:
+    """The password from exactly one source (its first line, line end removed).
+
+    Never from the command line, where other users of the machine could read it.
+    A ConfigError in one plain sentence otherwise.
+    """
+    if (password_file is None) == (not password_stdin):
+        raise ConfigError(
+            "Give the password with exactly one of --password-file or --password-stdin."
+        )
+    if password_file is not None:
+        try:
+            text = password_file.expanduser().read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"The password file {password_file} does not exist.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+            raise ConfigError(
+                f"The password file {password_file} is not readable ({reason})."
+            ) from None
+    else:
+        text = sys.stdin.read()
+    lines = text.splitlines()
+    password = lines[0] if lines else ""
+    if not password:
+        raise ConfigError("The password is empty; give a password of at least one character.")
+    return password

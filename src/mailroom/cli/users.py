@@ -9,42 +9,13 @@ only its hash is kept.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.cli.context import AppContext, pass_app, plain_errors, read_password
 from mailroom.errors import ConfigError
 from mailroom.jmap.auth import create_token, set_password
-
-
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text.splitlines() else ""
-
-
-def read_password(password_file: Path | None, password_stdin: bool) -> str:
-    """The password from exactly one source (its first line); a ConfigError otherwise."""
-    if (password_file is None) == (not password_stdin):
-        raise ConfigError(
-            "Give the password with exactly one of --password-file or --password-stdin."
-        )
-    if password_file is not None:
-        try:
-            text = password_file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"The password file {password_file} does not exist.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-            raise ConfigError(
-                f"The password file {password_file} is not readable ({reason})."
-            ) from None
-    else:
-        text = sys.stdin.read()
-    password = _first_line(text)
-    if not password:
-        raise ConfigError("The password is empty; give a password of at least one character.")
-    return password
 
 
 @click.group("user")
