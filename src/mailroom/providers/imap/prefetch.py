@@ -1,7 +1,7 @@
 """Look-ahead for the importer: the next page is fetched and parsed while this one is stored.
 
 Storing a page is database work; fetching the next one is network and server work,
-and parsing it is CPU work that :class:`mailroom.ingest.parsing.ParsePool` can do in
+and parsing it is CPU work that :class:`mailroom.mime.pool.ParsePool` can do in
 other processes. On a connection kept open across pages (``mailroom sync
 --until-imported``, the benchmark, a worker holding its connection) the importer
 hands the next page's UIDs to :class:`LookAhead` after choosing the current one; a
@@ -28,8 +28,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from mailroom.ingest.parsing import ParsePool
 from mailroom.mime import ParsedMessage
+from mailroom.mime.pool import ParsePool
 from mailroom.providers.imap.connection import ImapConnection
 from mailroom.providers.imap.fetcher import Envelope, fetch_envelopes_and_bodies
 

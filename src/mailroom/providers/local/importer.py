@@ -20,10 +20,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest import IncomingMessage, Location, store_batch
-from mailroom.ingest.parsing import ParsePool
 from mailroom.ingest.steps import run_steps
 from mailroom.labels.resolver import bind, ensure_system_labels, resolve_path
 from mailroom.mime import ParsedMessage
+from mailroom.mime.pool import ParsePool
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers.local.source import LocalMessage, LocalSource, open_source
 from mailroom.store.engine import Store

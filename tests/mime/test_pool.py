@@ -1,0 +1,51 @@
+"""The parse pool: worker processes give the same records as parsing inline, and never lose one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from mailroom.mime import parse_message
+from mailroom.mime.pool import PARALLEL_FROM, ParsePool
+from tests.mime.samples import all_samples, message
+
+ITEMS = [(raw, None) for raw in all_samples()] + [
+    (message(f"Subject: number {n}\nFrom: a@example.org"), None) for n in range(20)
+]
+
+
+def _wait_until_started(pool: ParsePool) -> None:
+    deadline = time.monotonic() + 30
+    while not all(started.done() for started in pool._started):
+        assert time.monotonic() < deadline, "the parse workers did not start"
+        time.sleep(0.01)
+
+
+def test_small_jobs_parse_inline() -> None:
+    with ParsePool(PARALLEL_FROM - 1, workers=2) as pool:
+        assert pool._pool is None
+        assert pool.result(pool.submit(ITEMS), ITEMS) == [parse_message(r) for r, _ in ITEMS]
+
+
+def test_workers_parse_like_the_calling_process() -> None:
+    with ParsePool(PARALLEL_FROM, workers=2) as pool:
+        _wait_until_started(pool)
+        futures = [pool.submit(ITEMS[i : i + 5]) for i in range(0, len(ITEMS), 5)]
+        parsed = [m for i, f in enumerate(futures) for m in pool.result(f, ITEMS[i * 5 :][:5])]
+    assert parsed == [parse_message(raw) for raw, _ in ITEMS]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_killed_worker_costs_no_message() -> None:
+    with ParsePool(PARALLEL_FROM, workers=1) as pool:
+        _wait_until_started(pool)
+        assert pool._pool is not None
+        for process in list(pool._pool._processes.values()):
+            os.kill(process.pid, signal.SIGKILL)
+        first = pool.submit(ITEMS)  # submitted before or after the pool notices; either way
+        assert pool.result(first, ITEMS) == [parse_message(r) for r, _ in ITEMS]
+        second = pool.submit(ITEMS)
+        assert pool.result(second, ITEMS) == [parse_message(r) for r, _ in ITEMS]
