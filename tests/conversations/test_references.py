@@ -76,9 +76,7 @@ def test_merge_reports_destroyed_thread_and_moved_messages(store: Store) -> None
         destroyed = session.scalars(
             select(Change.object_id).where(Change.type == "Thread", Change.kind == "destroyed")
         ).all()
-        moved_root = session.scalar(
-            select(Message.id).where(Message.message_id_header == "root@x")
-        )
+        moved_root = session.scalar(select(Message.id).where(Message.message_id_header == "root@x"))
         updates = session.scalars(
             select(Change.object_id).where(Change.type == "Email", Change.kind == "updated")
         ).all()

@@ -34,7 +34,7 @@ MAX_ID_CHARS = 1000  # the column width of message_refs.ref
 
 def _ids(parsed: ParsedMessage, header: str, ids: list[str]) -> list[str]:
     """The parsed ids of ``header``, or none when no value of it has an angle bracket."""
-    if not any("<" in value for value in parsed.header_all(header)):
+    if not ids or not any("<" in value for value in parsed.header_all(header)):
         return []
     return ids
 

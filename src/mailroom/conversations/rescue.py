@@ -257,20 +257,55 @@ class SubjectRescue:
     def anchors(self, reply: Facts) -> list[Facts]:
         """The anchors of an eligible message, from stored data."""
         cached = self._anchor_cache.get(reply.id)
-        if cached is not None:
-            return cached
-        found = [
-            other
-            for other in self._facts(
-                Message.subject_key == key_hash(reply.key),
-                Message.received_at >= reply.received_at - SUBJECT_WINDOW,
-                Message.received_at <= reply.received_at + SUBJECT_WINDOW,
-                Message.id != reply.id,
+        if cached is None:
+            self.load_anchors([reply])
+            cached = self._anchor_cache[reply.id]
+        return cached
+
+    def load_anchors(self, replies: Sequence[Facts]) -> None:
+        """Find the anchors of many eligible messages with a few queries (cached per message)."""
+        wanted = {r.id: r for r in replies if r.id not in self._anchor_cache}
+        if not wanted:
+            return
+        by_key: dict[str, list[Facts]] = defaultdict(list)
+        for reply in wanted.values():
+            by_key[reply.key].append(reply)
+        for reply_id in wanted:
+            self._anchor_cache[reply_id] = []
+        for other in self._near(by_key):
+            for reply in by_key[other.key]:
+                if self.is_anchor(reply, other):
+                    self._anchor_cache[reply.id].append(other)
+
+    def _near(
+        self, by_key: dict[str, list[Facts]], *conditions: ColumnElement[bool]
+    ) -> list[Facts]:
+        """Stored messages with one of the subject keys, within the window of a message of it."""
+        spans = sorted(
+            (f.received_at - SUBJECT_WINDOW, f.received_at + SUBJECT_WINDOW)
+            for group in by_key.values()
+            for f in group
+        )
+        merged: list[list[datetime]] = []
+        for low, high in spans:
+            if merged and low <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], high)
+            else:
+                merged.append([low, high])
+        keys = sorted(key_hash(key) for key in by_key)
+        found: list[Facts] = []
+        for start in range(0, len(merged), 50):
+            window = or_(
+                *(
+                    and_(Message.received_at >= low, Message.received_at <= high)
+                    for low, high in merged[start : start + 50]
+                )
             )
-            if self.is_anchor(reply, other)
-        ]
-        self._anchor_cache[reply.id] = found
-        return found
+            for first in range(0, len(keys), _CHUNK):
+                found += self._facts(
+                    Message.subject_key.in_(keys[first : first + _CHUNK]), window, *conditions
+                )
+        return [f for f in found if f.key in by_key]
 
     def replies_anchored_by(self, anchors: Sequence[Facts]) -> list[Facts]:
         """Stored eligible messages that have one of ``anchors`` as an anchor."""
@@ -280,36 +315,13 @@ class SubjectRescue:
                 by_key[anchor.key].append(anchor)
         if not by_key:
             return []
-        spans = sorted(
-            (a.received_at - SUBJECT_WINDOW, a.received_at + SUBJECT_WINDOW)
-            for group in by_key.values()
-            for a in group
-        )
-        merged: list[list[datetime]] = []
-        for low, high in spans:
-            if merged and low <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], high)
-            else:
-                merged.append([low, high])
-        reply_like = _reply_like()
         no_refs = not_(exists().where(MessageRef.message_id == Message.id))
         found: dict[int, Facts] = {}
-        for start in range(0, len(merged), 50):
-            window = or_(
-                *(
-                    and_(Message.received_at >= low, Message.received_at <= high)
-                    for low, high in merged[start : start + 50]
-                )
-            )
-            for reply in self._facts(
-                Message.subject_key.in_(sorted(key_hash(key) for key in by_key)),
-                window,
-                Message.provider_thread_id.is_(None),
-                no_refs,
-                reply_like,
-            ):
-                if reply.eligible and any(self.is_anchor(reply, a) for a in by_key[reply.key]):
-                    found[reply.id] = reply
+        for reply in self._near(
+            by_key, Message.provider_thread_id.is_(None), no_refs, _reply_like()
+        ):
+            if reply.eligible and any(self.is_anchor(reply, a) for a in by_key[reply.key]):
+                found[reply.id] = reply
         return list(found.values())
 
     # -- one batch -----------------------------------------------------------
@@ -346,6 +358,7 @@ class SubjectRescue:
             return outcome
         region = {f.thread_id for f in seeds.values()}
         region_facts = self._facts_of_threads(region)
+        self.load_anchors([f for f in region_facts if f.eligible])
         context: set[int] = set()
         for facts in region_facts:
             if facts.eligible:

@@ -310,10 +310,20 @@ class BatchThreader(Threader):
         return outcomes
 
     def _new_threads(self, origins: list[str]) -> list[int]:
-        """Insert one thread per origin in one statement; ids in the same order."""
+        """Insert one thread per origin in one statement; ids in the same order.
+
+        The rows differ only in their origin, so any thread of the right origin
+        will do for each entry: no need for RETURNING to keep parameter order
+        (which SQLite can only give one row per statement).
+        """
         if not origins:
             return []
-        statement = insert(Thread).returning(Thread.id, sort_by_parameter_order=True)
         now = utcnow()
         rows = [{"user_id": self.user_id, "origin": o, "created_at": now} for o in origins]
-        return [row[0] for row in self.session.connection().execute(statement, rows)]
+        statement = insert(Thread).returning(Thread.id, Thread.origin)
+        created: dict[str, list[int]] = {}
+        for thread_id, origin in self.session.connection().execute(statement, rows):
+            created.setdefault(origin, []).append(thread_id)
+        for ids in created.values():
+            ids.sort(reverse=True)
+        return [created[origin].pop() for origin in origins]

@@ -85,13 +85,14 @@ def _insert(session: Session, table: Any) -> sqlite.Insert | postgresql.Insert:
 def _arrival_time(parsed: ParsedMessage, item: IncomingMessage) -> datetime:
     if item.received_at is not None:
         return item.received_at
-    for value in parsed.header_all("received")[:1]:
+    value = parsed.header("received")
+    if value is not None:
         _, _, when = value.rpartition(";")
         try:
-            stamp = parsedate_to_datetime(when.strip())
+            stamp: datetime | None = parsedate_to_datetime(when.strip())
         except (TypeError, ValueError, IndexError):
-            continue
-        if stamp.tzinfo is not None:
+            stamp = None
+        if stamp is not None and stamp.tzinfo is not None:
             return stamp.astimezone(UTC)
     if parsed.date is not None:
         return parsed.date

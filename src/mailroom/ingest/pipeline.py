@@ -103,7 +103,7 @@ class SanitizeStage:
                 "text_body": item.parsed.text_body,
                 "html_body": item.parsed.html_body,
                 "sanitized_html": item.parsed.sanitized_html,
-                "headers": [[name, value] for name, value in item.parsed.headers],
+                "headers": item.parsed.headers,  # (name, value) pairs: JSON arrays
                 "attachments": [
                     {
                         "filename": a.filename,

@@ -37,6 +37,10 @@ class Address:
     name: str
     email: str
 
+    def pair(self) -> tuple[str, str]:
+        """(name, email)."""
+        return (self.name, self.email)
+
 
 _TOKEN_RE = re.compile(
     r"""

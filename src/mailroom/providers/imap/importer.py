@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 
 from mailroom.config import Settings
+from mailroom.ingest.collector import fewer_collections
 from mailroom.providers.base import ImportState
 from mailroom.providers.imap.account import PROVIDER
 from mailroom.providers.imap.connection import ImapConnection
@@ -133,6 +134,17 @@ def import_page(
     connection: ImapConnection | None = None,
 ) -> bool:
     """Import one page of history (see the module docstring); True while work is left."""
+    with fewer_collections():
+        return _import_page(store, account_id, settings=settings, connection=connection)
+
+
+def _import_page(
+    store: Store,
+    account_id: int,
+    *,
+    settings: Settings | None,
+    connection: ImapConnection | None,
+) -> bool:
     with account_connection(store, account_id, settings=settings, connection=connection) as conn:
         with store.session() as session:
             folders = syncable_folders(session, account_id)

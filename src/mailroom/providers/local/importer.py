@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest import IncomingMessage, Location, store_batch
+from mailroom.ingest.collector import fewer_collections
 from mailroom.ingest.steps import run_steps
 from mailroom.labels.resolver import bind, ensure_system_labels, resolve_path
 from mailroom.mime import ParsedMessage
@@ -112,7 +113,7 @@ def import_path(
         if progress:
             progress(len(chunk))
 
-    with ParsePool(summary.total) as pool:
+    with fewer_collections(), ParsePool(summary.total) as pool:
         ahead: deque[tuple[list[LocalMessage], list[tuple[bytes, datetime | None]], Any]] = deque()
         for chunk in _batches(source.messages(), batch_size):
             for message in chunk:
