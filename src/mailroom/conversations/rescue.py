@@ -38,13 +38,10 @@ anchors are read-only context: nothing in them can have changed, so they
 are joined whole or left alone. ``ThreadMerger.regroup`` then applies the
 result — merging, and in the rare cases above splitting a chain back out.
 
-Lookups: anchors are found with ``subject ILIKE '%<normalized subject>%'``
-within the 30-day window on the (user, received_at) index and checked
-exactly in Python; eligible messages are found in the windows around the
-anchors among messages without references whose subject starts like a
-reply. On SQLite ``ILIKE`` folds ASCII only, so two subjects differing
-only in the case of non-ASCII letters are not matched (in either
-direction, so the result is still order independent).
+Lookups: anchors, and the eligible messages a batch's messages may anchor, are
+found for the whole batch at once by the indexed subject key
+(``conversations.subject.key_hash``) within one time span covering the
+batch's 30-day windows; the exact rule is then checked in Python.
 """
 
 from __future__ import annotations
@@ -56,7 +53,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, not_, or_, select
+from sqlalchemy import ColumnElement, exists, not_, or_, select
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
@@ -280,31 +277,22 @@ class SubjectRescue:
     def _near(
         self, by_key: dict[str, list[Facts]], *conditions: ColumnElement[bool]
     ) -> list[Facts]:
-        """Stored messages with one of the subject keys, within the window of a message of it."""
-        spans = sorted(
-            (f.received_at - SUBJECT_WINDOW, f.received_at + SUBJECT_WINDOW)
-            for group in by_key.values()
-            for f in group
-        )
-        merged: list[list[datetime]] = []
-        for low, high in spans:
-            if merged and low <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], high)
-            else:
-                merged.append([low, high])
+        """Stored messages with one of the subject keys, received in the window of the messages.
+
+        One time span covers every message (the exact window is checked by the caller):
+        the statement keeps one shape, so it is compiled once and cached.
+        """
+        times = [f.received_at for group in by_key.values() for f in group]
+        low, high = min(times) - SUBJECT_WINDOW, max(times) + SUBJECT_WINDOW
         keys = sorted(key_hash(key) for key in by_key)
         found: list[Facts] = []
-        for start in range(0, len(merged), 50):
-            window = or_(
-                *(
-                    and_(Message.received_at >= low, Message.received_at <= high)
-                    for low, high in merged[start : start + 50]
-                )
+        for first in range(0, len(keys), _CHUNK):
+            found += self._facts(
+                Message.subject_key.in_(keys[first : first + _CHUNK]),
+                Message.received_at >= low,
+                Message.received_at <= high,
+                *conditions,
             )
-            for first in range(0, len(keys), _CHUNK):
-                found += self._facts(
-                    Message.subject_key.in_(keys[first : first + _CHUNK]), window, *conditions
-                )
         return [f for f in found if f.key in by_key]
 
     def replies_anchored_by(self, anchors: Sequence[Facts]) -> list[Facts]:

@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -116,6 +117,7 @@ def _message_row(
 ) -> dict[str, Any]:
     sender = parsed.from_[0] if parsed.from_ else None
     received = _arrival_time(parsed, item)
+    raw_sha256 = hashlib.sha256(item.raw).hexdigest() if item.raw is not None else None
     return {
         "user_id": user_id,
         "account_id": account_id,
@@ -140,6 +142,7 @@ def _message_row(
         "list_id": (parsed.header("list-id") or "")[:500] or None,
         "seen_at": received if item.seen else None,
         "parse_notes": list(parsed.notes),
+        "raw_sha256": raw_sha256,
         "created_at": datetime.now(UTC),
     }
 
@@ -180,13 +183,16 @@ def store_batch(
     result = BatchResult(account_id=account_id, user_id=user_id)
     unique = _merge_duplicates(items)
     parsed_by_id: dict[str, tuple[IncomingMessage, ParsedMessage]] = {}
+    digests: dict[str, str | None] = {}
     rows = []
     for item in unique:
         parsed = _parse(item, result)
         if parsed is None:
             continue
         parsed_by_id[item.provider_id] = (item, parsed)
-        rows.append(_message_row(parsed, item, account_id, user_id))
+        row = _message_row(parsed, item, account_id, user_id)
+        digests[item.provider_id] = row["raw_sha256"]
+        rows.append(row)
     if not rows:
         return result
     inserted = insert_ignoring_conflicts(
@@ -213,7 +219,7 @@ def store_batch(
     documents: list[SearchDocument] = []
     for provider_id, message_id in created.items():
         item, parsed = parsed_by_id[provider_id]
-        stored.append(StoredMessage(message_id, item, parsed))
+        stored.append(StoredMessage(message_id, item, parsed, digests[provider_id]))
         if parsed.notes:
             result.repaired += 1
         chain = reference_chain(parsed)  # filtered and capped, see conversations.references

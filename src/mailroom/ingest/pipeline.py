@@ -19,7 +19,6 @@ Each stage has a name and one method; the list is ``PIPELINE``.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -56,6 +55,7 @@ class StoredMessage:
     message_id: int
     incoming: IncomingMessage
     parsed: ParsedMessage
+    raw_sha256: str | None = None  # the key of the raw bytes (``messages.raw_sha256``)
 
 
 @dataclass
@@ -123,28 +123,24 @@ class SanitizeStage:
 
 
 class RawStage:
-    """Keep the original bytes, content-addressed, when the provider gave them."""
+    """Keep the original bytes, content-addressed, when the provider gave them.
+
+    The message row already names its blob (``raw_sha256`` is set on insert, in
+    the same transaction); this stage stores the bytes once per digest.
+    """
 
     name = "raw"
 
     def run(self, batch: Batch) -> None:
         blobs: dict[str, bytes] = {}
-        hashes: list[dict[str, object]] = []
         for item in batch.messages:
-            raw = item.incoming.raw
-            if raw is None:
-                continue
-            digest = hashlib.sha256(raw).hexdigest()
-            blobs[digest] = raw
-            hashes.append({"id": item.message_id, "raw_sha256": digest})
-        if not blobs:
-            return
+            if item.raw_sha256 is not None and item.incoming.raw is not None:
+                blobs[item.raw_sha256] = item.incoming.raw
         values = [
             {"sha256": d, "size": len(b), "data": b, "created_at": utcnow()}
             for d, b in blobs.items()
         ]
         insert_ignoring_conflicts(batch.session, Blob, values)
-        update_by_id(batch.session, Message, hashes)
 
 
 class CreatedChangeStage:

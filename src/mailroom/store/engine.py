@@ -56,10 +56,19 @@ class Store:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """WAL with synchronous=NORMAL: a commit writes the log, a checkpoint syncs it.
+
+    Checkpoints every 8,192 pages (32 MiB of log) rather than SQLite's 1,000: an
+    import writes about four times its raw size (bodies, search index, raw
+    bytes), and each checkpoint costs two fsyncs. The log file is cut back to
+    64 MiB after a checkpoint.
+    """
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA wal_autocheckpoint=8192")
+    cursor.execute("PRAGMA journal_size_limit=67108864")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 
