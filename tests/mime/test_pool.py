@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +51,18 @@ def test_a_killed_worker_costs_no_message() -> None:
         assert pool.result(first, ITEMS) == [parse_message(r) for r, _ in ITEMS]
         second = pool.submit(ITEMS)
         assert pool.result(second, ITEMS) == [parse_message(r) for r, _ in ITEMS]
+
+
+def test_workers_do_not_run_the_main_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = tmp_path / "entry.py"
+    script.write_text("raise SystemExit('a worker imported the main script')\n")
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", str(script), raising=False)
+    with ParsePool(PARALLEL_FROM, workers=1) as pool:
+        _wait_until_started(pool)
+        assert pool._started[0].result() is True
+        parsed = pool.result(pool.submit(ITEMS), ITEMS)
+    assert parsed == [parse_message(raw) for raw, _ in ITEMS]
+    assert "worker" not in caplog.text  # parsed by the worker, not by the fallback
+    assert sys.modules["__main__"].__file__ == str(script)  # put back after the start

@@ -6,7 +6,10 @@ itself spreads over them.
 
 Cheap to start: the workers fork from a forkserver that has imported only
 :mod:`mailroom.mime` (not the database layer), so they start in a fraction
-of a second and share most of their memory. Until they have started, batches
+of a second and share most of their memory. They are also kept from
+re-running the main script (multiprocessing does that to find functions
+defined there; ours live here): for the ``mailroom`` command that would
+import the whole CLI into every worker. Until they have started, batches
 are parsed in the calling process, which would otherwise wait. Small imports
 parse inline throughout (starting processes costs more than it saves). A
 worker failure never loses a message: the batch is simply parsed inline
@@ -18,8 +21,10 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
 
@@ -40,6 +45,18 @@ def _ready() -> bool:
     return True
 
 
+@contextmanager
+def _main_script_hidden() -> Iterator[None]:
+    """Keep new worker processes from importing ``__main__``'s file as ``__mp_main__``."""
+    main = sys.modules["__main__"]
+    path = main.__dict__.pop("__file__", None)
+    try:
+        yield
+    finally:
+        if path is not None:
+            main.__file__ = path
+
+
 class ParsePool:
     """A process pool for parsing (or nothing, for small jobs)."""
 
@@ -51,7 +68,8 @@ class ParsePool:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["mailroom.mime"])
             self._pool = ProcessPoolExecutor(count, mp_context=context)
-            self._started = [self._pool.submit(_ready) for _ in range(count)]
+            with _main_script_hidden():  # the workers start on these submits
+                self._started = [self._pool.submit(_ready) for _ in range(count)]
 
     def __enter__(self) -> ParsePool:
         return self

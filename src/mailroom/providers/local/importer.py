@@ -33,6 +33,8 @@ from mailroom.store.models import Folder
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 200
+FIRST_BATCH = 25  # batches grow from this to BATCH_SIZE (see _batches)
+LOOK_AHEAD = 3  # batches being parsed while one is stored
 
 
 @dataclass
@@ -59,8 +61,16 @@ class ImportSummary:
 
 
 def _batches(messages: Iterator[LocalMessage], size: int) -> Iterator[list[LocalMessage]]:
-    while chunk := list(islice(messages, size)):
+    """Chunks of ``size`` messages, the first ones smaller (25, 50, 100, ...).
+
+    Nothing can be stored before the first batch is parsed, and the parse
+    workers are still starting then: a small first batch, parsed in this
+    process, gets storing going at once.
+    """
+    step = max(1, min(size, FIRST_BATCH))
+    while chunk := list(islice(messages, step)):
         yield chunk
+        step = min(size, step * 2)
 
 
 def import_path(
@@ -121,7 +131,7 @@ def import_path(
                     summary.failed.append((message.key, message.error or "unreadable"))
             work = [(m.raw, m.mtime) for m in chunk if m.raw is not None]
             ahead.append((chunk, work, pool.submit(work)))
-            if len(ahead) > 1:
+            if len(ahead) > LOOK_AHEAD:
                 done_chunk, done_work, future = ahead.popleft()
                 save(done_chunk, pool.result(future, done_work))
         while ahead:
