@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, exists, not_, or_, select
+from sqlalchemy import Select, bindparam, exists, not_, or_, select
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
@@ -109,8 +109,44 @@ class RescueOutcome:
     seeds: set[int] = field(default_factory=set)
 
 
-def _reply_like() -> ColumnElement[bool]:
-    return or_(*(Message.subject.ilike(pattern) for pattern in _REPLY_LIKE))
+_REPLY_LIKE_CLAUSE = or_(*(Message.subject.ilike(pattern) for pattern in _REPLY_LIKE))
+_NO_REFS = not_(exists().where(MessageRef.message_id == Message.id))
+
+# The statements are built once with bound parameters (lists expand), so SQLAlchemy
+# compiles each once and reuses it: building them anew cost more than running them.
+# ``user_id + 0`` keeps SQLite from scanning the user's messages through the
+# (user_id, received_at) index instead of the selective one (id, thread, subject key).
+_FACTS = select(
+    Message.id,
+    Message.thread_id,
+    Message.account_id,
+    Message.message_id_header,
+    Message.provider_thread_id,
+    Message.received_at,
+    Message.subject,
+    Message.from_email,
+    Message.recipients,
+    exists().where(MessageRef.message_id == Message.id).label("has_refs"),
+).where(Message.user_id + 0 == bindparam("user"), Message.thread_id.is_not(None))
+_FACTS_BY_ID = _FACTS.where(Message.id.in_(bindparam("ids", expanding=True)))
+_FACTS_BY_THREAD = _FACTS.where(Message.thread_id.in_(bindparam("ids", expanding=True)))
+_FACTS_NEAR = _FACTS.where(
+    Message.subject_key.in_(bindparam("keys", expanding=True)),
+    Message.received_at >= bindparam("low"),
+    Message.received_at <= bindparam("high"),
+)
+_ELIGIBLE_NEAR = _FACTS_NEAR.where(
+    Message.provider_thread_id.is_(None), _NO_REFS, _REPLY_LIKE_CLAUSE
+)
+_ELIGIBLE_SUBJECTS_OF_THREADS = select(Message.thread_id, Message.subject).where(
+    Message.thread_id.in_(bindparam("ids", expanding=True)),
+    Message.provider_thread_id.is_(None),
+    _NO_REFS,
+    _REPLY_LIKE_CLAUSE,
+)
+_REFS = select(MessageRef.message_id, MessageRef.ref).where(
+    MessageRef.message_id.in_(bindparam("ids", expanding=True))
+)
 
 
 def _eligible_subject(subject: str | None) -> bool:
@@ -176,30 +212,9 @@ class SubjectRescue:
 
     # -- loading -----------------------------------------------------------
 
-    def _columns(self) -> list[Any]:
-        has_refs = exists().where(MessageRef.message_id == Message.id)
-        return [
-            Message.id,
-            Message.thread_id,
-            Message.account_id,
-            Message.message_id_header,
-            Message.provider_thread_id,
-            Message.received_at,
-            Message.subject,
-            Message.from_email,
-            Message.recipients,
-            has_refs.label("has_refs"),
-        ]
-
-    def _facts(self, *conditions: ColumnElement[bool]) -> list[Facts]:
-        # ``user_id + 0`` keeps SQLite from scanning the user's messages through the
-        # (user_id, received_at) index instead of the selective one (id, thread, subject key).
-        user = Message.user_id + 0 == self.user_id
-        rows = self.session.execute(
-            select(*self._columns()).where(user, Message.thread_id.is_not(None), *conditions)
-        )
+    def _facts(self, statement: Select[Any], **params: Any) -> list[Facts]:
         found = []
-        for row in rows:
+        for row in self.session.execute(statement, {"user": self.user_id, **params}):
             reply, core = split_subject(row.subject or "")
             found.append(
                 Facts(
@@ -218,23 +233,20 @@ class SubjectRescue:
             )
         return found
 
-    def _facts_of_threads(self, thread_ids: Iterable[int]) -> list[Facts]:
-        ids = sorted(set(thread_ids))
+    def _facts_by(self, statement: Select[Any], ids: Iterable[int]) -> list[Facts]:
+        ordered = sorted(set(ids))
         found: list[Facts] = []
-        for start in range(0, len(ids), _CHUNK):
-            found += self._facts(Message.thread_id.in_(ids[start : start + _CHUNK]))
+        for start in range(0, len(ordered), _CHUNK):
+            found += self._facts(statement, ids=ordered[start : start + _CHUNK])
         return found
 
     def _refs(self, message_ids: Sequence[int]) -> dict[int, list[str]]:
         refs: dict[int, list[str]] = defaultdict(list)
         ids = sorted(set(message_ids))
         for start in range(0, len(ids), _CHUNK):
-            rows = self.session.execute(
-                select(MessageRef.message_id, MessageRef.ref).where(
-                    MessageRef.message_id.in_(ids[start : start + _CHUNK])
-                )
-            )
-            for message_id, ref in rows:
+            for message_id, ref in self.session.execute(
+                _REFS, {"ids": ids[start : start + _CHUNK]}
+            ):
                 refs[message_id].append(ref)
         return refs
 
@@ -275,7 +287,7 @@ class SubjectRescue:
                     self._anchor_cache[reply.id].append(other)
 
     def _near(
-        self, by_key: dict[str, list[Facts]], *conditions: ColumnElement[bool]
+        self, by_key: dict[str, list[Facts]], statement: Select[Any] = _FACTS_NEAR
     ) -> list[Facts]:
         """Stored messages with one of the subject keys, received in the window of the messages.
 
@@ -287,12 +299,7 @@ class SubjectRescue:
         keys = sorted(key_hash(key) for key in by_key)
         found: list[Facts] = []
         for first in range(0, len(keys), _CHUNK):
-            found += self._facts(
-                Message.subject_key.in_(keys[first : first + _CHUNK]),
-                Message.received_at >= low,
-                Message.received_at <= high,
-                *conditions,
-            )
+            found += self._facts(statement, keys=keys[first : first + _CHUNK], low=low, high=high)
         return [f for f in found if f.key in by_key]
 
     def replies_anchored_by(self, anchors: Sequence[Facts]) -> list[Facts]:
@@ -303,11 +310,8 @@ class SubjectRescue:
                 by_key[anchor.key].append(anchor)
         if not by_key:
             return []
-        no_refs = not_(exists().where(MessageRef.message_id == Message.id))
         found: dict[int, Facts] = {}
-        for reply in self._near(
-            by_key, Message.provider_thread_id.is_(None), no_refs, _reply_like()
-        ):
+        for reply in self._near(by_key, _ELIGIBLE_NEAR):
             if reply.eligible and any(self.is_anchor(reply, a) for a in by_key[reply.key]):
                 found[reply.id] = reply
         return list(found.values())
@@ -316,7 +320,7 @@ class SubjectRescue:
 
     def run(self, new_ids: Collection[int], changed_threads: Collection[int]) -> RescueOutcome:
         """Recompute the subject part of the partition the batch may have changed."""
-        new = self._facts(Message.id.in_(sorted(new_ids))) if new_ids else []
+        new = self._facts_by(_FACTS_BY_ID, new_ids)
         seeds: dict[int, Facts] = {f.id: f for f in new if f.eligible}
         anchors = [f for f in new if f.anchor_capable]
         # Threads whose reference components may have merged: those the batch merged, and
@@ -325,16 +329,13 @@ class SubjectRescue:
         grown = {f.thread_id for f in new} - set(changed_threads)
         scan = set(changed_threads)
         if grown:
-            rows = self.session.execute(
-                select(Message.thread_id, Message.subject).where(
-                    Message.thread_id.in_(sorted(grown)),
-                    Message.provider_thread_id.is_(None),
-                    not_(exists().where(MessageRef.message_id == Message.id)),
-                    _reply_like(),
+            ordered = sorted(grown)
+            for start in range(0, len(ordered), _CHUNK):
+                rows = self.session.execute(
+                    _ELIGIBLE_SUBJECTS_OF_THREADS, {"ids": ordered[start : start + _CHUNK]}
                 )
-            )
-            scan |= {t for t, subject in rows if t is not None and _eligible_subject(subject)}
-        for facts in self._facts_of_threads(scan):
+                scan |= {t for t, subject in rows if t is not None and _eligible_subject(subject)}
+        for facts in self._facts_by(_FACTS_BY_THREAD, scan):
             if facts.eligible:
                 seeds[facts.id] = facts
             elif facts.anchor_capable:
@@ -345,13 +346,13 @@ class SubjectRescue:
         if not seeds:
             return outcome
         region = {f.thread_id for f in seeds.values()}
-        region_facts = self._facts_of_threads(region)
+        region_facts = self._facts_by(_FACTS_BY_THREAD, region)
         self.load_anchors([f for f in region_facts if f.eligible])
         context: set[int] = set()
         for facts in region_facts:
             if facts.eligible:
                 context |= {a.thread_id for a in self.anchors(facts)} - region
-        context_facts = self._facts_of_threads(context)
+        context_facts = self._facts_by(_FACTS_BY_THREAD, context)
         everything = [*region_facts, *context_facts]
         refs = self._refs([f.id for f in everything])
 
