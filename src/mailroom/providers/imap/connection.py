@@ -44,6 +44,7 @@ from mailroom.errors import ProviderError
 from mailroom.providers import netguard
 from mailroom.providers.base import AuthError, TransientError
 from mailroom.providers.imap.account import ImapConfig
+from mailroom.providers.imap.fetchparse import parse_fetch
 
 __all__ = [
     "CommandError",
@@ -372,6 +373,9 @@ class ImapConnection:
             if typ != "OK":
                 raise CommandError(f"The server refused to fetch messages: {_short_data(data)}.")
             typ, data = self.imap._untagged_response(typ, data, "FETCH")
+            fast = parse_fetch(data)
+            if fast is not None:
+                return fast
             parsed = parse_fetch_response(data, False, True)
         return {int(uid): dict(values) for uid, values in parsed.items()}
 
