@@ -256,3 +256,27 @@ def test_a_large_import_parses_in_worker_processes(
     assert not conn.attached  # ... and released with it
     assert pages == 21  # 22 pages; the last one says no more
     assert_mirrors(store, account, mailbox)
+
+
+def test_import_pages_through_sparse_uids_window_by_window(
+    store: Store,
+    settings: Settings,
+    mailbox: Mailbox,
+    account: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """UIDs with wide gaps (most messages expunged) are found by widening searches."""
+    monkeypatch.setattr("mailroom.providers.imap.importer._SCAN_CHUNK", 4)
+    with mailbox.client() as client:
+        for i in range(150):
+            client.append("INBOX", make_message(f"sparse-{i}@x", subject=f"s {i}"))
+        client.select_folder("INBOX")
+        client.delete_messages([uid for uid in client.search("ALL") if uid % 9])  # keep every 9th
+        client.expunge()
+        kept = sorted(client.search("ALL"))
+    assert len(kept) == 16 and kept[-1] - kept[0] == 135
+    sync_account(store, account, settings=settings)
+    assert message_count(store, account) == 0
+    sync_all(store, account, settings)
+    assert set(message_ids(store, account)) == {f"sparse-{uid - 1}@x" for uid in kept}
+    assert_mirrors(store, account, mailbox)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
@@ -179,6 +180,24 @@ def _import_page(
         return more
 
 
+def _uids_below(conn: ImapConnection, floor: int) -> Iterator[list[int]]:
+    """The folder's UIDs below ``floor``, newest first, in chunks of at most _SCAN_CHUNK.
+
+    The server is asked for windows just below the floor, four times wider
+    each time, so a page costs a search of a few hundred UIDs rather than a
+    list of the whole folder (UIDs are mostly dense; a sparse folder costs a
+    few more searches).
+    """
+    high, span = floor - 1, _SCAN_CHUNK
+    while high >= 1:
+        low = max(1, high - span + 1)
+        found = conn.uids(f"{low}:{high}")
+        found.reverse()
+        for start in range(0, len(found), _SCAN_CHUNK):
+            yield found[start : start + _SCAN_CHUNK]
+        high, span = low - 1, span * 4
+
+
 def _page(
     conn: ImapConnection,
     store: Store,
@@ -194,15 +213,13 @@ def _page(
         assert folder is not None
         marks = FolderMarks.of(folder)
     floor = marks.import_floor_uid or 1
-    below = conn.uids(f"1:{floor - 1}") if floor > 1 else []
-    below.reverse()  # newest first
     page: list[int] = []
     following: list[int] = []  # the page after this one, for the look-ahead
     skipped_located = 0
     lowest_seen = floor
+    exhausted = True  # the scan reached the bottom of the folder
     with store.session() as session:
-        for start in range(0, len(below), _SCAN_CHUNK):
-            chunk = below[start : start + _SCAN_CHUNK]
+        for chunk in _uids_below(conn, floor):
             stored = located(session, folder_id, validity, chunk)
             for uid in chunk:
                 if len(following) >= PAGE_SIZE:
@@ -217,8 +234,9 @@ def _page(
                 else:
                     page.append(uid)
             if len(following) >= PAGE_SIZE or (len(page) >= PAGE_SIZE and not lookahead):
+                exhausted = False
                 break
-    ahead = LookAhead.of(conn, len(below)) if lookahead else None
+    ahead = LookAhead.of(conn, floor - 1) if lookahead else None
     prefetched = ahead.take(folder_id, validity, page) if ahead is not None and page else None
     if ahead is not None and following and not marks.careful:
         if prefetched is None and page:
@@ -247,7 +265,7 @@ def _page(
         new_floor = max(retry) + 1 if retry else lowest_seen
     else:
         new_floor = 1  # nothing below the floor is missing: this folder's history is done
-    if len(page) < PAGE_SIZE and not retry and lowest_seen == (below[-1] if below else floor):
+    if len(page) < PAGE_SIZE and not retry and exhausted:
         new_floor = 1  # the scan reached the bottom of the folder
     marks.import_floor_uid = min(floor, new_floor)
     with store.session() as session:
