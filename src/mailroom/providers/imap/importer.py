@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
 from mailroom.ingest.collector import fewer_collections
@@ -105,17 +106,30 @@ def import_stalled(store: Store, account_id: int, now: datetime | None = None) -
     return last is None or now - last >= STALL_AFTER
 
 
-def _touch(store: Store, account_id: int) -> None:
-    with store.session() as session:
-        now = utcnow()
-        session.execute(
-            insert_for(session, SyncState)
-            .values(account_id=account_id, key=LAST_PAGE_KEY, value=now.isoformat(), updated_at=now)
-            .on_conflict_do_update(
-                index_elements=["account_id", "key"],
-                set_={"value": now.isoformat(), "updated_at": now},
-            )
+def _heartbeat(session: Session, account_id: int) -> None:
+    """Note that a page was imported just now (``import_stalled`` reads it)."""
+    now = utcnow()
+    session.execute(
+        insert_for(session, SyncState)
+        .values(account_id=account_id, key=LAST_PAGE_KEY, value=now.isoformat(), updated_at=now)
+        .on_conflict_do_update(
+            index_elements=["account_id", "key"],
+            set_={"value": now.isoformat(), "updated_at": now},
         )
+    )
+
+
+def _work(
+    session: Session, account_id: int, folders: list[Folder]
+) -> tuple[AccountScope, list[tuple[int, str, int]]]:
+    """The account's scope and its folders with history left: (id, path, UIDVALIDITY)."""
+    scope = AccountScope.load(session, account_id)
+    work = [
+        (f.id, f.path, f.uidvalidity)
+        for f in folders
+        if FolderMarks.of(f).importing and f.uidvalidity is not None
+    ]
+    return scope, work
 
 
 def _finish(store: Store, account_id: int) -> None:
@@ -151,15 +165,12 @@ def _import_page(
             folders = syncable_folders(session, account_id)
             discovered = session.scalar(select(Folder.id).where(Folder.account_id == account_id))
             uncontacted = discovered is None or any(f.uidvalidity is None for f in folders)
+            if not uncontacted:
+                scope, work = _work(session, account_id, folders)
         if uncontacted:
             sync_account(store, account_id, settings=settings, connection=conn)
-        with store.session() as session:
-            scope = AccountScope.load(session, account_id)
-            work = [
-                (f.id, f.path, f.uidvalidity)
-                for f in syncable_folders(session, account_id)
-                if FolderMarks.of(f).importing and f.uidvalidity is not None
-            ]
+            with store.session() as session:
+                scope, work = _work(session, account_id, syncable_folders(session, account_id))
         if not work:
             _finish(store, account_id)
             return False
@@ -171,10 +182,7 @@ def _import_page(
             # The folder was reset behind our back: the syncer re-maps it first.
             sync_account(store, account_id, settings=settings, connection=conn, folders=[folder_id])
             return True
-        _page(conn, store, scope, folder_id, path, validity, lookahead=connection is conn)
-        _touch(store, account_id)
-        with store.session() as session:
-            more = import_state(session, account_id).importing
+        more = _page(conn, store, scope, folder_id, path, validity, lookahead=connection is conn)
         if not more:
             _finish(store, account_id)
         return more
@@ -207,7 +215,8 @@ def _page(
     validity: int,
     *,
     lookahead: bool = False,
-) -> None:
+) -> bool:
+    """Import one page of one folder; True while the account has history left."""
     with store.session() as session:
         folder = session.get(Folder, folder_id)
         assert folder is not None
@@ -278,6 +287,9 @@ def _page(
                 .where(Account.id == scope.account_id)
                 .values(import_done=Account.import_done + handled)
             )
+        _heartbeat(session, scope.account_id)
+        session.flush()
+        more = import_state(session, scope.account_id).importing
     log.debug(
         "Imported a page of %s (account %s): %d handled, floor %s -> %s",
         path,
@@ -286,3 +298,4 @@ def _page(
         floor,
         marks.import_floor_uid,
     )
+    return more
