@@ -191,12 +191,12 @@ def _import_page(
 def _uids_below(conn: ImapConnection, floor: int) -> Iterator[list[int]]:
     """The folder's UIDs below ``floor``, newest first, in chunks of at most _SCAN_CHUNK.
 
-    The server is asked for windows just below the floor, four times wider
-    each time, so a page costs a search of a few hundred UIDs rather than a
-    list of the whole folder (UIDs are mostly dense; a sparse folder costs a
-    few more searches).
+    The server is asked for windows just below the floor, starting with four
+    pages' worth of UIDs and four times wider each time, so a page costs a
+    search of a few hundred UIDs rather than a list of the whole folder (UIDs
+    are mostly dense; a sparse folder costs a few more searches).
     """
-    high, span = floor - 1, _SCAN_CHUNK
+    high, span = floor - 1, 4 * PAGE_SIZE  # a page and the one after it, with room for gaps
     while high >= 1:
         low = max(1, high - span + 1)
         found = conn.uids(f"{low}:{high}")
