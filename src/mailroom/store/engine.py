@@ -58,7 +58,7 @@ class Store:
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     """WAL with synchronous=NORMAL: a commit writes the log, a checkpoint syncs it.
 
-    Checkpoints every 8,192 pages (32 MiB of log) rather than SQLite's 1,000: an
+    Checkpoints every 8,192 pages (64 MiB of log) rather than SQLite's 1,000: an
     import writes about four times its raw size (bodies, search index, raw
     bytes), and each checkpoint costs two fsyncs. The log file is cut back to
     64 MiB after a checkpoint. Pages are 8 KiB (set when the file is created;
