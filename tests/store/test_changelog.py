@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from mailroom.store import changelog
 from mailroom.store.engine import Store
 from tests.helpers import make_account
@@ -58,3 +60,40 @@ def test_users_have_separate_states(store: Store) -> None:
         changelog.record(session, alice, "Email", [1], "created")
         assert changelog.current_state(session, bob, "Email") == "0"
         assert changelog.changes_since(session, bob, "Email", 0).created == []
+
+
+def test_a_second_writer_of_the_same_user_commits_after_the_first(store: Store) -> None:
+    """Change rows become visible in sequence order: a later writer waits for an earlier one."""
+    user_id, _, _ = make_account(store)
+    recorded, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        with store.session() as session:
+            changelog.record(session, user_id, "Email", [1], "created")
+            recorded.set()
+            release.wait(10)
+            order.append("first commits")
+
+    def second() -> None:
+        with store.session() as session:
+            changelog.record(session, user_id, "Email", [2], "created")
+            order.append("second commits")
+
+    one = threading.Thread(target=first)
+    two = threading.Thread(target=second)
+    one.start()
+    try:
+        assert recorded.wait(10)
+        two.start()
+        two.join(0.5)
+        assert two.is_alive()  # waiting for the first writer
+    finally:
+        release.set()
+        one.join(10)
+        if two.ident is not None:
+            two.join(10)
+    assert order == ["first commits", "second commits"]
+    with store.session() as session:
+        result = changelog.changes_since(session, user_id, "Email", 0)
+    assert result.created == [1, 2]

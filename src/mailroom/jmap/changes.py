@@ -22,11 +22,9 @@ cannot be diffed: ``cannotCalculateChanges``, and the client resyncs.
 ``prune_changes`` deletes change rows older than a time and raises the
 floors; the jobs service schedules it (RFC 8620 asks for 30 days).
 
-Known limit: on PostgreSQL, sequence numbers are handed out before commit,
-so two concurrent writers can commit out of order and a state read between
-the commits can skip the slower one's rows. SQLite serializes writers, so
-it cannot happen there; the cure on PostgreSQL is for ``changelog.record``
-to serialize writers per user (an advisory transaction lock).
+States are safe to hand out because a user's change rows become visible in
+sequence order (``store.changelog``: SQLite has one writer at a time; on
+PostgreSQL ``record`` serializes a user's writers with an advisory lock).
 """
 
 from __future__ import annotations

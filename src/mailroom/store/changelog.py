@@ -3,6 +3,14 @@
 ``record`` must be called inside the transaction that makes the change, so a
 change and its log row commit or vanish together. State tokens are decimal
 strings of the highest ``seq`` for (user, type); ``"0"`` before any change.
+
+For a state to be safe to hand out, a user's change rows must become visible
+in ``seq`` order: a reader that saw ``seq`` 11 must never later find a
+committed 10. SQLite has one writer at a time, so this holds by itself. On
+PostgreSQL a sequence number is drawn at insert time, before commit, so two
+writers could commit out of order; ``record`` therefore takes a transaction
+advisory lock per user first, and a second writer of the same user waits
+until the first has committed or rolled back.
 """
 
 from __future__ import annotations
@@ -10,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, text
 from sqlalchemy.orm import Session
 
 from mailroom.store.models import CHANGE_KINDS, Change
 
 CHANGE_TYPES = ("Email", "Thread", "Mailbox")
+_LOCK_SPACE = 0x6D61696C  # "mail": the first key of the per-user advisory lock
+_USER_LOCK = text("SELECT pg_advisory_xact_lock(:space, :user)")
 
 
 def record(
@@ -29,6 +39,8 @@ def record(
         for object_id in object_ids
     ]
     if rows:
+        if session.get_bind().dialect.name == "postgresql":
+            session.execute(_USER_LOCK, {"space": _LOCK_SPACE, "user": user_id})
         session.execute(insert(Change), rows)
 
 
