@@ -280,3 +280,44 @@ def test_import_pages_through_sparse_uids_window_by_window(
     sync_all(store, account, settings)
     assert set(message_ids(store, account)) == {f"sparse-{uid - 1}@x" for uid in kept}
     assert_mirrors(store, account, mailbox)
+
+
+def test_a_worker_fetches_the_next_page_on_a_connection_of_its_own(
+    store: Store,
+    settings: Settings,
+    mailbox: Mailbox,
+    account: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With parse workers up, pages arrive fetched and parsed; what the store holds is the same."""
+    import time
+
+    from mailroom.providers.imap.login import account_connection
+    from mailroom.providers.imap.prefetch import LookAhead
+
+    monkeypatch.setattr("mailroom.mime.pool.PARALLEL_FROM", 1)  # workers even for 200 messages
+    taken: list[bool] = []
+    original_take = LookAhead.take
+
+    def take(self: LookAhead, folder_id: int, uidvalidity: int, uids: list[int]) -> object:
+        result = original_take(self, folder_id, uidvalidity, uids)
+        taken.append(result is not None and len(result.parsed) == len(uids))
+        return result
+
+    monkeypatch.setattr(LookAhead, "take", take)
+    with mailbox.client() as client:
+        for i in range(200):
+            client.append("INBOX", make_message(f"w-{i}@x", subject=f"w {i}"))
+    with account_connection(store, account, settings=settings) as conn:
+        sync_account(store, account, settings=settings, connection=conn)
+        assert import_page(store, account, settings=settings, connection=conn)
+        ahead = next(a for a in conn.attached.values() if isinstance(a, LookAhead))
+        deadline = time.monotonic() + 30
+        while not all(started.done() for started in ahead.pool._started):
+            assert time.monotonic() < deadline, "the parse worker did not start"
+            time.sleep(0.01)
+        while import_page(store, account, settings=settings, connection=conn):
+            pass
+    assert any(taken)  # at least one page came from the worker, fetched and parsed
+    assert len(message_ids(store, account)) == 200
+    assert_mirrors(store, account, mailbox)

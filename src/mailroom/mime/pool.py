@@ -22,11 +22,12 @@ import logging
 import multiprocessing
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
+from typing import Any, TypeVar
 
 from mailroom.mime.model import ParsedMessage
 from mailroom.mime.parse import parse_message
@@ -34,6 +35,8 @@ from mailroom.mime.parse import parse_message
 log = logging.getLogger(__name__)
 
 PARALLEL_FROM = 1000  # messages; below this, parse inline
+
+T = TypeVar("T")
 
 
 def parse_all(items: Sequence[tuple[bytes, datetime | None]]) -> list[ParsedMessage]:
@@ -60,13 +63,17 @@ def _main_script_hidden() -> Iterator[None]:
 class ParsePool:
     """A process pool for parsing (or nothing, for small jobs)."""
 
-    def __init__(self, expected_messages: int, workers: int | None = None) -> None:
+    def __init__(
+        self, expected_messages: int, workers: int | None = None, preload: Sequence[str] = ()
+    ) -> None:
+        """``preload``: modules the workers need besides :mod:`mailroom.mime` (imported once,
+        in the forkserver, if this pool is the first to start it)."""
         count = workers or min(4, (os.cpu_count() or 1) - 1)
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[Future[bool]] = []
         if expected_messages >= PARALLEL_FROM and count >= 1:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["mailroom.mime"])
+            context.set_forkserver_preload(["mailroom.mime", *preload])
             self._pool = ProcessPoolExecutor(count, mp_context=context)
             with _main_script_hidden():  # the workers start on these submits
                 self._started = [self._pool.submit(_ready) for _ in range(count)]
@@ -94,6 +101,17 @@ class ParsePool:
         done: Future[list[ParsedMessage]] = Future()
         done.set_result(parse_all(items))
         return done
+
+    def call(self, function: Callable[..., T], *args: Any) -> Future[T] | None:
+        """Run ``function(*args)`` in a worker; None while no worker is up (or none at all)."""
+        if self._pool is None or not all(started.done() for started in self._started):
+            return None
+        try:
+            return self._pool.submit(function, *args)
+        except RuntimeError:  # BrokenProcessPool
+            log.warning("The parsing workers stopped; parsing in this process")
+            self._pool = None
+            return None
 
     @staticmethod
     def result(

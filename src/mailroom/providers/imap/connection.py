@@ -26,9 +26,8 @@ import re
 import select
 import socket
 import ssl
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from imapclient import IMAPClient  # type: ignore[import-untyped]
@@ -203,8 +202,8 @@ class ImapConnection:
         self._early_idle: list[tuple[Any, ...]] = []
         self.hints: dict[int, bool] = {}  # folder id -> fetch bodies with envelopes
         self.selected_status: FolderStatus | None = None
-        self.background: threading.Thread | None = None  # a look-ahead fetch in progress
         self.attached: dict[str, Any] = {}  # per-connection helpers (the importer's look-ahead)
+        self.relogin: Relogin | None = None  # set by ``connect``
         self.on_close: list[Callable[[], None]] = []
 
     # -- plumbing ---------------------------------------------------------------
@@ -221,12 +220,7 @@ class ImapConnection:
 
     @contextlib.contextmanager
     def guard(self, what: str) -> Iterator[None]:
-        """Translate socket and protocol failures of ``what`` into provider errors.
-
-        Also the one door to the socket: a command waits for a background fetch (the
-        importer's look-ahead) to finish first, so two threads never talk at once.
-        """
-        self.settle()
+        """Translate socket and protocol failures of ``what`` into provider errors."""
         try:
             yield
         except ProviderError:
@@ -252,16 +246,8 @@ class ImapConnection:
         with contextlib.suppress(Exception):
             self.client.shutdown()
 
-    def settle(self) -> None:
-        """Wait for a background user of this connection (not called from that thread)."""
-        thread = self.background
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-            self.background = None
-
     def close(self) -> None:
         """Log out (best effort), close the socket, release what is attached to it."""
-        self.settle()
         for closer in self.on_close:
             with contextlib.suppress(Exception):
                 closer()
@@ -521,6 +507,22 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(purpose=ssl.Purpose.SERVER_AUTH)
 
 
+@dataclass(frozen=True)
+class Relogin:
+    """What it takes to open another connection like this one (for a worker process)."""
+
+    config: ImapConfig
+    password: str = field(repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+
+    def connect(self) -> ImapConnection:
+        """Log in again with the same settings."""
+        return connect(
+            self.config, self.password, allowed_hosts=self.allowed_hosts, timeout=self.timeout
+        )
+
+
 def connect(
     config: ImapConfig,
     password: str,
@@ -530,7 +532,8 @@ def connect(
     ssl_context: ssl.SSLContext | None = None,
 ) -> ImapConnection:
     """Open, secure and log in; switch on QRESYNC/CONDSTORE when offered."""
-    addresses = netguard.check_host(config.host, config.port, allowed_hosts)
+    allowed = tuple(allowed_hosts)
+    addresses = netguard.check_host(config.host, config.port, allowed)
     where = f"{config.host}:{config.port}"
     context = ssl_context or _tls_context()
     client: Any = None
@@ -598,6 +601,8 @@ def connect(
                 with contextlib.suppress(IMAPClientError):
                     connection.client.enable("CONDSTORE")
                 connection.condstore = True
+        if ssl_context is None:  # a worker can log in the same way (see .remote)
+            connection.relogin = Relogin(config, password, allowed, timeout)
         return connection
     except AuthError:
         with contextlib.suppress(Exception):

@@ -248,11 +248,11 @@ def _page(
     ahead = LookAhead.of(conn, floor - 1) if lookahead else None
     prefetched = ahead.take(folder_id, validity, page) if ahead is not None and page else None
     if ahead is not None and following and not marks.careful:
+        ahead.start(folder_id, path, validity, following)  # a worker fetches the next page
         if prefetched is None and page:
-            # Nothing usable was prefetched: fetch this page now, then look ahead.
+            # Nothing usable was prefetched: fetch this page now, bodies with envelopes.
             envelopes, bodies, failed = fetch_envelopes_and_bodies(conn, page)
             prefetched = Prefetched(folder_id, validity, tuple(page), envelopes, bodies, failed)
-        ahead.start(folder_id, validity, following)
     handled = skipped_located
     retry: set[int] = set()
     if page:
@@ -268,7 +268,7 @@ def _page(
             given=(prefetched.envelopes, prefetched.bodies, prefetched.failed)
             if prefetched is not None
             else None,
-            parsed=prefetched.parsed() if prefetched is not None else None,
+            parsed=prefetched.parsed if prefetched is not None else None,
         )
         handled += len(outcome.handled)
         new_floor = max(retry) + 1 if retry else lowest_seen

@@ -1,11 +1,12 @@
 """Look-ahead for the importer: the next page is fetched and parsed while this one is stored.
 
-Storing a page is database work; fetching the next one is network and server work,
-and parsing it is CPU work that :class:`mailroom.mime.pool.ParsePool` can do in
-other processes. On a connection kept open across pages (``mailroom sync
---until-imported``, the benchmark, a worker holding its connection) the importer
-hands the next page's UIDs to :class:`LookAhead` after choosing the current one; a
-background thread fetches envelopes and bodies and submits the bodies for parsing.
+Storing a page is database work in this process; fetching the next one is
+network, server and response-reading work, and parsing it is CPU work. On a
+connection kept open across pages (``mailroom sync --until-imported``, the
+benchmark, a worker holding its connection) the importer hands the next page's
+UIDs to :class:`LookAhead` after choosing the current one, and a parse worker
+process fetches and parses that page on a connection of its own
+(:mod:`.remote`), so this process only stores.
 
 Invariants:
 
@@ -13,36 +14,37 @@ Invariants:
   marks as always and takes the prefetched data only if folder, UIDVALIDITY and
   UIDs are exactly the same; otherwise it is dropped (a retry, a failure, another
   worker moved the marks). Nothing is stored from here.
-* One thread at a time talks on the connection: every command waits for the
-  background fetch (:meth:`ImapConnection.settle`).
-* A failure in the background (a broken connection, a refused FETCH) is kept and
-  the page is fetched again in the foreground, where the ordinary failure rules
-  apply.
+* A failure in the worker (a broken connection, a refused FETCH, a changed
+  UIDVALIDITY) only costs the look-ahead: the page is fetched again in the
+  foreground, where the ordinary failure rules apply.
+* Without a worker (a small import, a connection that cannot be re-opened
+  elsewhere, workers still starting) nothing is fetched ahead.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import os
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from mailroom.mime import ParsedMessage
 from mailroom.mime.pool import ParsePool
 from mailroom.providers.imap.connection import ImapConnection
-from mailroom.providers.imap.fetcher import Envelope, fetch_envelopes_and_bodies
+from mailroom.providers.imap.fetcher import Envelope
+from mailroom.providers.imap.remote import FetchedPage, close_connections, fetch_page
 
 __all__ = ["LookAhead", "Prefetched"]
 
 log = logging.getLogger(__name__)
 
 _KEY = "import.lookahead"
+_CLOSE_WAIT = 5.0  # seconds for the worker to log out before it is stopped
 
 
 @dataclass
 class Prefetched:
-    """One page fetched (and being parsed) ahead of time."""
+    """One page fetched (and parsed) ahead of time, or fetched in the foreground."""
 
     folder_id: int
     uidvalidity: int
@@ -50,20 +52,7 @@ class Prefetched:
     envelopes: dict[int, Envelope] = field(default_factory=dict)
     bodies: dict[int, bytes] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
-    error: BaseException | None = None
-    _parse: Future[list[ParsedMessage]] | None = None
-    _parse_items: list[tuple[int, bytes, datetime | None]] = field(default_factory=list)
-
-    def parsed(self) -> dict[int, ParsedMessage]:
-        """UID → parsed message (parsing inline if a worker failed)."""
-        if self._parse is None:
-            return {}
-        work = [(raw, when) for _uid, raw, when in self._parse_items]
-        results = ParsePool.result(self._parse, work)
-        return {
-            uid: parsed
-            for (uid, _raw, _when), parsed in zip(self._parse_items, results, strict=True)
-        }
+    parsed: dict[int, ParsedMessage] = field(default_factory=dict)
 
 
 class LookAhead:
@@ -71,8 +60,11 @@ class LookAhead:
 
     def __init__(self, conn: ImapConnection, expected_messages: int) -> None:
         self.conn = conn
-        self.pool = ParsePool(expected_messages)
-        self.slot: Prefetched | None = None
+        workers = max(1, (os.cpu_count() or 1) - 1)
+        self.pool = ParsePool(
+            expected_messages if conn.relogin else 0, workers=workers, preload=[__name__]
+        )
+        self._ahead: tuple[int, int, tuple[int, ...], Future[FetchedPage]] | None = None
         conn.on_close.append(self.close)
 
     @classmethod
@@ -85,43 +77,43 @@ class LookAhead:
         conn.attached[_KEY] = created
         return created
 
-    def start(self, folder_id: int, uidvalidity: int, uids: list[int]) -> None:
-        """Fetch (and start parsing) ``uids`` of the selected folder in the background."""
-        self.conn.settle()
-        slot = Prefetched(folder_id, uidvalidity, tuple(uids))
-        self.slot = slot
-
-        def run() -> None:
-            try:
-                slot.envelopes, slot.bodies, slot.failed = fetch_envelopes_and_bodies(
-                    self.conn, list(uids)
-                )
-                slot._parse_items = [
-                    (uid, raw, slot.envelopes[uid].internaldate)
-                    for uid, raw in slot.bodies.items()
-                    if uid in slot.envelopes
-                ]
-                slot._parse = self.pool.submit([(raw, when) for _u, raw, when in slot._parse_items])
-            except BaseException as exc:  # kept; the page is fetched again in the foreground
-                slot.error = exc
-
-        thread = threading.Thread(target=run, name="imap-lookahead", daemon=True)
-        self.conn.background = thread
-        thread.start()
+    def start(self, folder_id: int, path: str, uidvalidity: int, uids: list[int]) -> None:
+        """Have a worker fetch and parse ``uids`` of folder ``path`` (if one is up)."""
+        self._ahead = None
+        if self.conn.relogin is None:
+            return
+        future = self.pool.call(fetch_page, self.conn.relogin, path, uidvalidity, list(uids))
+        if future is not None:
+            self._ahead = (folder_id, uidvalidity, tuple(uids), future)
 
     def take(self, folder_id: int, uidvalidity: int, uids: list[int]) -> Prefetched | None:
         """The prefetched page if it is exactly this one (and fetched without error)."""
-        self.conn.settle()
-        slot, self.slot = self.slot, None
-        if slot is None or slot.error is not None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is None or ahead[:3] != (folder_id, uidvalidity, tuple(uids)):
             return None
-        if (slot.folder_id, slot.uidvalidity, slot.uids) != (folder_id, uidvalidity, tuple(uids)):
+        try:
+            page = ahead[3].result()
+        except Exception as exc:  # only the cache is lost: the page is fetched in the foreground
+            log.info("Fetching ahead failed (%s); fetching the page now", exc)
             return None
-        return slot
+        return Prefetched(
+            folder_id,
+            uidvalidity,
+            tuple(uids),
+            page.envelopes,
+            page.bodies,
+            page.failed,
+            page.parsed,
+        )
 
     def close(self) -> None:
-        """Drop what is in flight and stop the parse workers."""
-        self.conn.settle()
-        self.slot = None
+        """Drop what is in flight, log the workers out, stop them."""
+        self._ahead = None
+        logout = self.pool.call(close_connections)
+        if logout is not None:
+            try:
+                logout.result(timeout=_CLOSE_WAIT)
+            except Exception:  # noqa: BLE001 - the worker is stopped next anyway
+                log.debug("A look-ahead worker did not log out in time")
         self.pool.__exit__(None, None, None)
         self.conn.attached.pop(_KEY, None)
