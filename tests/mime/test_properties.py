@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -74,7 +76,9 @@ def test_header_soup_never_raises(headers: list[tuple[str, str]], body: bytes) -
         for name, value in headers
     )
     raw = head + b"\n" + body
-    check_invariants(parse_message(raw), raw)
+    parsed = parse_message(raw)
+    check_invariants(parsed, raw)
+    assert pickle.loads(pickle.dumps(parsed)) == parsed  # what parse workers send back
 
 
 @st.composite
@@ -113,7 +117,9 @@ def mutated_sample(draw: st.DrawFn) -> bytes:
 @given(raw=mutated_sample())
 def test_mutated_real_messages_never_raise(raw: bytes) -> None:
     """Randomly damaged versions of the sample messages parse and keep every invariant."""
-    check_invariants(parse_message(raw), raw)
+    parsed = parse_message(raw)
+    check_invariants(parsed, raw)
+    assert pickle.loads(pickle.dumps(parsed)) == parsed
 
 
 def test_truncations_of_every_sample_never_raise() -> None:

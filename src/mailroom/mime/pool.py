@@ -61,7 +61,7 @@ def _main_script_hidden() -> Iterator[None]:
 
 
 class ParsePool:
-    """A process pool for parsing (or nothing, for small jobs)."""
+    """Worker processes for parsing and the IMAP look-ahead (or none, for small jobs)."""
 
     def __init__(
         self, expected_messages: int, workers: int | None = None, preload: Sequence[str] = ()
@@ -91,16 +91,12 @@ class ParsePool:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
     def submit(self, items: Sequence[tuple[bytes, datetime | None]]) -> Future[list[ParsedMessage]]:
-        """Start parsing a batch; the future's result is in the same order."""
-        if self._pool is not None and all(started.done() for started in self._started):
-            try:
-                return self._pool.submit(parse_all, list(items))
-            except RuntimeError:  # BrokenProcessPool: a worker died; parse here from now on
-                log.warning("The parsing workers stopped; parsing in this process")
-                self._pool = None
-        done: Future[list[ParsedMessage]] = Future()
-        done.set_result(parse_all(items))
-        return done
+        """Start parsing a batch (here, when no worker is up); the result keeps the order."""
+        future = self.call(parse_all, list(items))
+        if future is None:
+            future = Future()
+            future.set_result(parse_all(items))
+        return future
 
     def call(self, function: Callable[..., T], *args: Any) -> Future[T] | None:
         """Run ``function(*args)`` in a worker; None while no worker is up (or none at all)."""
@@ -108,8 +104,8 @@ class ParsePool:
             return None
         try:
             return self._pool.submit(function, *args)
-        except RuntimeError:  # BrokenProcessPool
-            log.warning("The parsing workers stopped; parsing in this process")
+        except RuntimeError:  # BrokenProcessPool: a worker died; work here from now on
+            log.warning("The worker processes stopped; parsing in this process from now on")
             self._pool = None
             return None
 
