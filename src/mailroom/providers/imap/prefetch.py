@@ -107,7 +107,11 @@ class LookAhead:
         )
 
     def close(self) -> None:
-        """Drop what is in flight, log the workers out, stop them."""
+        """Drop what is in flight, ask a worker to log out (best effort), stop the workers.
+
+        A worker that did not get the request is stopped with its connection open;
+        the server sees the socket close.
+        """
         self._ahead = None
         logout = self.pool.call(close_connections)
         if logout is not None:
