@@ -117,6 +117,18 @@ def parse_utc_date(value: object, name: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
+def get_response(
+    context: Context, state: int, found: list[dict[str, Any]], missing: list[str]
+) -> dict[str, Any]:
+    """The body of a Foo/get response (RFC 8620 §5.1)."""
+    return {
+        "accountId": context.account_id,
+        "state": str(state),
+        "list": found,
+        "notFound": missing,
+    }
+
+
 def changes_response(
     context: Context, since: int, changes: ChangeSet, to_id: Callable[[int], str]
 ) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from mailroom.jmap.methods.common import (
     TABS,
     boolean,
     changes_response,
+    get_response,
     integer,
     max_changes,
     requested_ids,
@@ -375,12 +376,7 @@ def email_get(context: Context, session: Session, args: dict[str, Any]) -> dict[
             found.append(objects[mid])
         else:
             missing.append(value)
-    return {
-        "accountId": context.account_id,
-        "state": str(state),
-        "list": found,
-        "notFound": missing,
-    }
+    return get_response(context, state, found, missing)
 
 
 def email_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:

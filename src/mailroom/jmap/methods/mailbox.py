@@ -23,6 +23,7 @@ from mailroom.jmap.mapping import JMAP_ROLE, MAILROOM_ROLE, SORT_ORDER, USER_LAB
 from mailroom.jmap.methods.common import (
     boolean,
     changes_response,
+    get_response,
     integer,
     max_changes,
     requested_ids,
@@ -131,12 +132,8 @@ def mailbox_get(context: Context, session: Session, args: dict[str, Any]) -> dic
                 chosen.append(labels[label_id])
             else:
                 missing.append(value)
-    return {
-        "accountId": context.account_id,
-        "state": str(state),
-        "list": [mailbox_object(label, counts.get(label.id), properties) for label in chosen],
-        "notFound": missing,
-    }
+    found = [mailbox_object(label, counts.get(label.id), properties) for label in chosen]
+    return get_response(context, state, found, missing)
 
 
 def mailbox_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from mailroom.jmap.changes import current_states, parse_state
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.methods.common import (
     changes_response,
+    get_response,
     max_changes,
     requested_ids,
     requested_properties,
@@ -62,12 +63,7 @@ def thread_get(context: Context, session: Session, args: dict[str, Any]) -> dict
             found.append({name: full[name] for name in properties})
         else:
             missing.append(value)
-    return {
-        "accountId": context.account_id,
-        "state": str(state),
-        "list": found,
-        "notFound": missing,
-    }
+    return get_response(context, state, found, missing)
 
 
 def thread_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
