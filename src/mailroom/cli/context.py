@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from mailroom.config import Settings, load_settings
 from mailroom.errors import ConfigError, MailroomError
@@ -104,3 +105,15 @@ def read_password(password_file: Path | None, password_stdin: bool) -> str:
     if not password:
         raise ConfigError("The password is empty; give a password of at least one character.")
     return password
+
+
+def progress_bar() -> Progress:
+    """The bar long commands show on a terminal (none when stderr is not one)."""
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        disable=not sys.stderr.isatty(),
+        transient=True,
+    )

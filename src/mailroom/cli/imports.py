@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.cli.context import AppContext, pass_app, plain_errors, progress_bar
 from mailroom.owners import DEFAULT_OWNER
 from mailroom.providers.local import import_path, open_source
 
@@ -23,14 +21,7 @@ def import_command(app: AppContext, path: Path, account: str, owner: str) -> Non
     """Import an mbox file, a Maildir or a folder of .eml files (again: imports nothing new)."""
     source = open_source(path)
     store = app.store
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        disable=not sys.stderr.isatty(),
-        transient=True,
-    ) as progress:
+    with progress_bar() as progress:
         task = progress.add_task(f"Importing {source.kind} {path}", total=source.count())
         summary = import_path(
             store,

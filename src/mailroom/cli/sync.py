@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeRemainingColumn
+from rich.progress import TaskID
 from sqlalchemy import select
 
-from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.cli.context import AppContext, pass_app, plain_errors, progress_bar
 from mailroom.errors import MailroomError, NotFoundError
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.providers import registry
@@ -87,14 +87,7 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
         if not accounts:
             click.echo("There is no account to sync; add one with `mailroom account add imap`.")
         return
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        disable=not sys.stderr.isatty(),
-        transient=True,
-    ) as progress:
+    with progress_bar() as progress:
         by_id = {}
         with store.session() as session:
             for run in runs:
