@@ -32,7 +32,8 @@ from mailroom.categories.correspondents import (
 from mailroom.conversations.refresh import refresh_categories
 from mailroom.errors import NotFoundError
 from mailroom.store import changelog
-from mailroom.store.models import LabelBinding, Message, MessageBody, MessageLabel, Thread
+from mailroom.store.headers import stored_headers
+from mailroom.store.models import LabelBinding, Message, MessageLabel, Thread
 
 _CHUNK = 500
 
@@ -73,13 +74,7 @@ def stored_facts(
             Message.user_id + 0 == user_id, Message.id.in_(message_ids)
         )
     ).all()
-    headers = dict(
-        session.execute(
-            select(MessageBody.message_id, MessageBody.headers).where(
-                MessageBody.message_id.in_(message_ids)
-            )
-        ).all()
-    )
+    headers = stored_headers(session, message_ids)
     labels: dict[int, set[int]] = defaultdict(set)
     provider: dict[int, list[str]] = defaultdict(list)
     for message_id, label_id, ref in session.execute(

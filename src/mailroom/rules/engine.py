@@ -39,7 +39,8 @@ from mailroom.labels.resolver import resolve_path
 from mailroom.rules.authentication import sender_authenticated
 from mailroom.rules.model import Conditions, RuleSpec, parse_rule
 from mailroom.store import changelog
-from mailroom.store.models import Account, Message, MessageBody, Rule
+from mailroom.store.headers import stored_headers
+from mailroom.store.models import Account, Message, Rule
 from mailroom.store.search import match_clause
 
 log = logging.getLogger(__name__)
@@ -206,13 +207,7 @@ def file_into_category(
         .join(Account, Account.id == Message.account_id)
         .where(Message.id.in_(message_ids), Message.user_id + 0 == user_id)
     ).all()
-    headers = dict(
-        session.execute(
-            select(MessageBody.message_id, MessageBody.headers).where(
-                MessageBody.message_id.in_(message_ids)
-            )
-        ).all()
-    )
+    headers = stored_headers(session, message_ids)
     filed: list[int] = []
     refused: list[int] = []
     for row in rows:

@@ -52,7 +52,8 @@ from mailroom.jmap.scope import owned_by
 from mailroom.labels.operations import Operations
 from mailroom.mime.addresses import parse_address_list
 from mailroom.mime.msgids import parse_id_list
-from mailroom.store.models import Blob, Label, Message, MessageBody, MessageLabel
+from mailroom.store.headers import stored_headers
+from mailroom.store.models import Blob, Label, Message, MessageLabel
 
 DEFAULT_PROPERTIES = (
     "id",
@@ -203,14 +204,7 @@ class EmailReader:
         labels = self.labels(found) if wanted & {"mailboxIds", "keywords"} else {}
         headers: dict[int, list[list[str]]] = {}
         if wanted & _HEADER_PROPERTIES or any(p.startswith("header:") for p in wanted):
-            headers = {
-                mid: value
-                for mid, value in self.session.execute(
-                    select(MessageBody.message_id, MessageBody.headers).where(
-                        MessageBody.message_id.in_(found)
-                    )
-                )
-            }
+            headers = stored_headers(self.session, found)
         structures: dict[int, Structure] = {}
         if wanted & _BODY_PROPERTIES:
             for mid, data in self.session.execute(
