@@ -503,6 +503,13 @@ def _short_data(data: Any) -> str:
     return "no reason given"
 
 
+def _bad_certificate(config: ImapConfig, exc: ssl.SSLCertVerificationError) -> AuthError:
+    return AuthError(
+        f"The server {config.host} presented a certificate that is not valid for it "
+        f"({exc.verify_message or 'verification failed'}); check the host name."
+    )
+
+
 def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(purpose=ssl.Purpose.SERVER_AUTH)
 
@@ -550,10 +557,7 @@ def connect(
             )
             break
         except ssl.SSLCertVerificationError as exc:
-            raise AuthError(
-                f"The server {config.host} presented a certificate that is not valid for it "
-                f"({exc.verify_message or 'verification failed'}); check the host name."
-            ) from None
+            raise _bad_certificate(config, exc) from None
         except ssl.SSLError:
             raise AuthError(
                 f"The TLS handshake with {where} failed; check --tls and --port (implicit TLS "
@@ -571,10 +575,7 @@ def connect(
             try:
                 client.starttls(context)
             except ssl.SSLCertVerificationError as exc:
-                raise AuthError(
-                    f"The server {config.host} presented a certificate that is not valid for it "
-                    f"({exc.verify_message or 'verification failed'}); check the host name."
-                ) from None
+                raise _bad_certificate(config, exc) from None
             except ssl.SSLError:
                 raise AuthError(f"The STARTTLS handshake with {where} failed.") from None
             except IMAPClientAbortError:
