@@ -39,7 +39,7 @@ from mailroom.providers.imap.discovery import syncable_folders
 from mailroom.providers.imap.fetcher import fetch_envelopes_and_bodies, run_page
 from mailroom.providers.imap.login import account_connection, open_connection
 from mailroom.providers.imap.mirror import AccountScope, insert_for, located
-from mailroom.providers.imap.prefetch import LookAhead, Prefetched
+from mailroom.providers.imap.prefetch import FetchedPage, LookAhead
 from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, import_state
 from mailroom.providers.imap.syncer import sync_account
 from mailroom.store.engine import Store
@@ -252,7 +252,7 @@ def _page(
         if prefetched is None and page:
             # Nothing usable was prefetched: fetch this page now, bodies with envelopes.
             envelopes, bodies, failed = fetch_envelopes_and_bodies(conn, page)
-            prefetched = Prefetched(folder_id, validity, tuple(page), envelopes, bodies, failed)
+            prefetched = FetchedPage(folder_id, validity, tuple(page), envelopes, bodies, failed)
     handled = skipped_located
     retry: set[int] = set()
     if page:

@@ -26,33 +26,18 @@ from __future__ import annotations
 import logging
 import os
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 
-from mailroom.mime import ParsedMessage
 from mailroom.mime.pool import ParsePool
 from mailroom.providers.imap.connection import ImapConnection
-from mailroom.providers.imap.fetcher import Envelope
 from mailroom.providers.imap.remote import FetchedPage, close_connections, fetch_page
 
-__all__ = ["LookAhead", "Prefetched"]
+__all__ = ["FetchedPage", "LookAhead"]
 
 log = logging.getLogger(__name__)
 
 _KEY = "import.lookahead"
+_PageKey = tuple[int, int, tuple[int, ...]]  # folder id, UIDVALIDITY, UIDs
 _CLOSE_WAIT = 5.0  # seconds for the worker to log out before it is stopped
-
-
-@dataclass
-class Prefetched:
-    """One page fetched (and parsed) ahead of time, or fetched in the foreground."""
-
-    folder_id: int
-    uidvalidity: int
-    uids: tuple[int, ...]
-    envelopes: dict[int, Envelope] = field(default_factory=dict)
-    bodies: dict[int, bytes] = field(default_factory=dict)
-    failed: dict[int, str] = field(default_factory=dict)
-    parsed: dict[int, ParsedMessage] = field(default_factory=dict)
 
 
 class LookAhead:
@@ -64,7 +49,7 @@ class LookAhead:
         self.pool = ParsePool(
             expected_messages if conn.relogin else 0, workers=workers, preload=[__name__]
         )
-        self._ahead: tuple[int, int, tuple[int, ...], Future[FetchedPage]] | None = None
+        self._ahead: tuple[_PageKey, Future[FetchedPage]] | None = None
         conn.on_close.append(self.close)
 
     @classmethod
@@ -82,29 +67,22 @@ class LookAhead:
         self._ahead = None
         if self.conn.relogin is None:
             return
-        future = self.pool.call(fetch_page, self.conn.relogin, path, uidvalidity, list(uids))
+        future = self.pool.call(
+            fetch_page, self.conn.relogin, folder_id, path, uidvalidity, list(uids)
+        )
         if future is not None:
-            self._ahead = (folder_id, uidvalidity, tuple(uids), future)
+            self._ahead = ((folder_id, uidvalidity, tuple(uids)), future)
 
-    def take(self, folder_id: int, uidvalidity: int, uids: list[int]) -> Prefetched | None:
+    def take(self, folder_id: int, uidvalidity: int, uids: list[int]) -> FetchedPage | None:
         """The prefetched page if it is exactly this one (and fetched without error)."""
         ahead, self._ahead = self._ahead, None
-        if ahead is None or ahead[:3] != (folder_id, uidvalidity, tuple(uids)):
-            return None
+        if ahead is None or ahead[0] != (folder_id, uidvalidity, tuple(uids)):
+            return None  # not the page asked for: dropped without waiting for it
         try:
-            page = ahead[3].result()
+            return ahead[1].result()
         except Exception as exc:  # only the cache is lost: the page is fetched in the foreground
             log.info("Fetching ahead failed (%s); fetching the page now", exc)
             return None
-        return Prefetched(
-            folder_id,
-            uidvalidity,
-            tuple(uids),
-            page.envelopes,
-            page.bodies,
-            page.failed,
-            page.parsed,
-        )
 
     def close(self) -> None:
         """Drop what is in flight, ask a worker to log out (best effort), stop the workers.

@@ -28,8 +28,11 @@ _connections: dict[Relogin, ImapConnection] = {}
 
 @dataclass
 class FetchedPage:
-    """A page as the worker fetched and parsed it."""
+    """One page of a folder, fetched (and parsed, when a worker did it) ahead of storing."""
 
+    folder_id: int
+    uidvalidity: int
+    uids: tuple[int, ...]
     envelopes: dict[int, Envelope] = field(default_factory=dict)
     bodies: dict[int, bytes] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
@@ -48,7 +51,9 @@ def _connection(relogin: Relogin) -> ImapConnection:
     return conn
 
 
-def fetch_page(relogin: Relogin, path: str, uidvalidity: int, uids: list[int]) -> FetchedPage:
+def fetch_page(
+    relogin: Relogin, folder_id: int, path: str, uidvalidity: int, uids: list[int]
+) -> FetchedPage:
     """Fetch and parse ``uids`` of folder ``path``; runs in a worker process."""
     try:
         conn = _connection(relogin)
@@ -57,7 +62,7 @@ def fetch_page(relogin: Relogin, path: str, uidvalidity: int, uids: list[int]) -
             status = conn.select(path, readonly=True)
         if status.uidvalidity != uidvalidity:
             raise RemoteFetchError(f"the UIDVALIDITY of {path} changed")
-        page = FetchedPage()
+        page = FetchedPage(folder_id, uidvalidity, tuple(uids))
         page.envelopes, page.bodies, page.failed = fetch_envelopes_and_bodies(conn, uids)
         wanted = [uid for uid in page.bodies if uid in page.envelopes]
         work = [(page.bodies[uid], page.envelopes[uid].internaldate) for uid in wanted]
