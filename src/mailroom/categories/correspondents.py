@@ -28,10 +28,10 @@ from sqlalchemy import case, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Account, Contact, Label, Message, MessageLabel, User
 
 _ADDRESS_KEYS = ("email", "address", "login", "username")
-_CHUNK = 500
 
 
 def _addresses_in(settings: Any) -> set[str]:
@@ -88,8 +88,8 @@ def _upsert(session: Session, user_id: int, counts: dict[str, tuple[int, datetim
     ]
     dialect = session.get_bind().dialect.name
     insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
-    for start in range(0, len(rows), _CHUNK):
-        statement = insert(Contact).values(rows[start : start + _CHUNK])
+    for chunk in in_chunks(rows):
+        statement = insert(Contact).values(chunk)
         excluded = statement.excluded
         newer = case(
             (Contact.last_sent_at.is_(None), excluded.last_sent_at),
@@ -139,12 +139,12 @@ def correspondents_among(session: Session, user_id: int, emails: Iterable[str]) 
     """Which of these (lower-case) addresses the owner has written to."""
     wanted = sorted({e.lower() for e in emails if e})
     found: set[str] = set()
-    for start in range(0, len(wanted), _CHUNK):
+    for chunk in in_chunks(wanted):
         found |= set(
             session.scalars(
                 select(Contact.email).where(
                     Contact.user_id == user_id,
-                    Contact.email.in_(wanted[start : start + _CHUNK]),
+                    Contact.email.in_(chunk),
                     Contact.sent_count > 0,
                 )
             )
@@ -201,11 +201,11 @@ def senders_by_address(
     """Stored messages of the user from each of these (lower-case) addresses."""
     found: dict[str, list[int]] = defaultdict(list)
     wanted = sorted(emails)
-    for start in range(0, len(wanted), _CHUNK):
+    for chunk in in_chunks(wanted):
         rows = session.execute(
             select(Message.id, func.lower(Message.from_email)).where(
                 Message.user_id == user_id,
-                func.lower(Message.from_email).in_(wanted[start : start + _CHUNK]),
+                func.lower(Message.from_email).in_(chunk),
             )
         )
         for message_id, email in rows:

@@ -15,7 +15,7 @@ JMAP Thread updates (a phone learns about a re-sort that way).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
@@ -32,10 +32,9 @@ from mailroom.categories.correspondents import (
 from mailroom.conversations.refresh import refresh_categories
 from mailroom.errors import NotFoundError
 from mailroom.store import changelog
+from mailroom.store.chunks import in_chunks
 from mailroom.store.headers import stored_headers
 from mailroom.store.models import LabelBinding, Message, MessageLabel, Thread
-
-_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +118,6 @@ class RecategorizeResult:
     changed_threads: list[int] = field(default_factory=list)
 
 
-def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
-    for start in range(0, len(ids), _CHUNK):
-        yield ids[start : start + _CHUNK]
-
-
 def recategorize(
     session: Session, user_id: int, message_ids: Collection[int] | None = None
 ) -> RecategorizeResult:
@@ -143,7 +137,7 @@ def recategorize(
     result = RecategorizeResult(messages=len(ids))
     context = OwnerContext.load(session, user_id)
     threads: set[int] = set()
-    for chunk in _chunks(ids):
+    for chunk in in_chunks(ids):
         facts = stored_facts(session, user_id, chunk, context)
         current = {
             row.id: (row.category, row.category_stage, row.category_signal, row.thread_id)

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from mailroom.store.chunks import in_chunks
+
 _NEWEST_TAB = """(SELECT COALESCE(m.rule_category, m.category) FROM messages m
                   WHERE m.thread_id = threads.id
                   ORDER BY m.received_at DESC, m.id DESC LIMIT 1)"""
@@ -40,8 +42,6 @@ _CHANGED_TABS = f"""
     WHERE threads.id IN ({{ids}}) AND NOT threads.category_pinned
 """
 
-_CHUNK = 500
-
 
 def refresh_threads(session: Session, thread_ids: Sequence[int]) -> None:
     """Recompute last-message time, subject and category of these threads."""
@@ -53,8 +53,7 @@ def refresh_categories(session: Session, thread_ids: Sequence[int]) -> list[int]
     """Recompute the tab of these threads; returns (and writes) only those whose tab changed."""
     changed: list[int] = []
     ids = sorted(set(thread_ids))
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
+    for chunk in in_chunks(ids):
         params = {f"t{i}": thread_id for i, thread_id in enumerate(chunk)}
         placeholders = ", ".join(f":{name}" for name in params)
         rows = session.execute(text(_CHANGED_TABS.format(ids=placeholders)), params).all()

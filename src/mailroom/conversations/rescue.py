@@ -58,12 +58,12 @@ from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
 from mailroom.conversations.subject import REPLY_PREFIXES, key_hash, split_subject
+from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Message, MessageRef
 
 log = logging.getLogger(__name__)
 
 SUBJECT_WINDOW = timedelta(days=30)
-_CHUNK = 500
 # Subjects a reply can start with (prefix or list tag) or end with ("(fwd)"); checked exactly later.
 _REPLY_LIKE = (
     *sorted({f"{p[:2]}%" for p in REPLY_PREFIXES}),
@@ -236,17 +236,15 @@ class SubjectRescue:
     def _facts_by(self, statement: Select[Any], ids: Iterable[int]) -> list[Facts]:
         ordered = sorted(set(ids))
         found: list[Facts] = []
-        for start in range(0, len(ordered), _CHUNK):
-            found += self._facts(statement, ids=ordered[start : start + _CHUNK])
+        for chunk in in_chunks(ordered):
+            found += self._facts(statement, ids=chunk)
         return found
 
     def _refs(self, message_ids: Sequence[int]) -> dict[int, list[str]]:
         refs: dict[int, list[str]] = defaultdict(list)
         ids = sorted(set(message_ids))
-        for start in range(0, len(ids), _CHUNK):
-            for message_id, ref in self.session.execute(
-                _REFS, {"ids": ids[start : start + _CHUNK]}
-            ):
+        for chunk in in_chunks(ids):
+            for message_id, ref in self.session.execute(_REFS, {"ids": chunk}):
                 refs[message_id].append(ref)
         return refs
 
@@ -298,8 +296,8 @@ class SubjectRescue:
         low, high = min(times) - SUBJECT_WINDOW, max(times) + SUBJECT_WINDOW
         keys = sorted(key_hash(key) for key in by_key)
         found: list[Facts] = []
-        for first in range(0, len(keys), _CHUNK):
-            found += self._facts(statement, keys=keys[first : first + _CHUNK], low=low, high=high)
+        for chunk in in_chunks(keys):
+            found += self._facts(statement, keys=chunk, low=low, high=high)
         return [f for f in found if f.key in by_key]
 
     def replies_anchored_by(self, anchors: Sequence[Facts]) -> list[Facts]:
@@ -330,10 +328,8 @@ class SubjectRescue:
         scan = set(changed_threads)
         if grown:
             ordered = sorted(grown)
-            for start in range(0, len(ordered), _CHUNK):
-                rows = self.session.execute(
-                    _ELIGIBLE_SUBJECTS_OF_THREADS, {"ids": ordered[start : start + _CHUNK]}
-                )
+            for chunk in in_chunks(ordered):
+                rows = self.session.execute(_ELIGIBLE_SUBJECTS_OF_THREADS, {"ids": chunk})
                 scan |= {t for t, subject in rows if t is not None and _eligible_subject(subject)}
         for facts in self._facts_by(_FACTS_BY_THREAD, scan):
             if facts.eligible:

@@ -39,6 +39,7 @@ from sqlalchemy import TextClause, bindparam, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
+from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Message, Thread, utcnow
 
 PROVIDER_MAP_LIMIT = 500
@@ -178,7 +179,6 @@ class Threader:
         return {thread_id for thread_id in rows if thread_id is not None}
 
 
-_CHUNK = 500
 _BATCH_MESSAGES = text(
     "SELECT id, account_id, message_id_header, provider_thread_id, thread_id FROM messages "
     "WHERE id IN :ids"
@@ -200,10 +200,6 @@ _PROVIDER_BY = text(
 ).bindparams(bindparam("keys", expanding=True))
 
 
-def _chunks(values: list[str] | list[int]) -> list[list[str] | list[int]]:
-    return [values[i : i + _CHUNK] for i in range(0, len(values), _CHUNK)]
-
-
 class BatchThreader(Threader):
     """Stages 1, 2 and 4 for a whole batch at once: a handful of queries, not a few per message.
 
@@ -219,11 +215,11 @@ class BatchThreader(Threader):
         session = self.session
         rows = [
             row
-            for chunk in _chunks(sorted(message_ids))
+            for chunk in in_chunks(sorted(message_ids))
             for row in session.execute(_BATCH_MESSAGES, {"ids": chunk})
         ]
         refs: dict[int, list[str]] = {}
-        for chunk in _chunks(sorted(message_ids)):
+        for chunk in in_chunks(sorted(message_ids)):
             for mid, ref in session.execute(_BATCH_REFS, {"ids": chunk}):
                 refs.setdefault(mid, []).append(ref)
         parent: dict[tuple[str, object], tuple[str, object]] = {}
@@ -258,16 +254,16 @@ class BatchThreader(Threader):
                 union(node, ("p", (row.account_id, row.provider_thread_id)))
                 keys.setdefault(row.account_id, set()).add(row.provider_thread_id)
         name_list = sorted(names)
-        for chunk in _chunks(name_list):
+        for name_chunk in in_chunks(name_list):
             for statement in (_NAMED_BY, _NAMING_BY):
                 for name, thread_id in session.execute(
-                    statement, {"user": self.user_id, "names": chunk}
+                    statement, {"user": self.user_id, "names": name_chunk}
                 ):
                     union(("n", name), ("t", thread_id))
         for account_id, account_keys in keys.items():
-            for chunk in _chunks(sorted(account_keys)):
+            for key_chunk in in_chunks(sorted(account_keys)):
                 for key, thread_id in session.execute(
-                    _PROVIDER_BY, {"user": self.user_id, "account": account_id, "keys": chunk}
+                    _PROVIDER_BY, {"user": self.user_id, "account": account_id, "keys": key_chunk}
                 ):
                     union(("p", (account_id, key)), ("t", thread_id))
         components: dict[tuple[str, object], tuple[list[int], set[int]]] = {}

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 from mailroom.labels.propagation import pending_message_ids
 from mailroom.labels.resolver import system_label
 from mailroom.store import changelog
+from mailroom.store.chunks import in_chunks
 from mailroom.store.models import (
     Account,
     Folder,
@@ -58,7 +59,6 @@ __all__ = [
 
 SEEN = "\\seen"
 FLAGGED = "\\flagged"
-_CHUNK = 500
 
 
 def insert_for(session: Session, table: Any) -> sqlite.Insert | postgresql.Insert:
@@ -66,11 +66,6 @@ def insert_for(session: Session, table: Any) -> sqlite.Insert | postgresql.Inser
     if session.get_bind().dialect.name == "sqlite":
         return sqlite.insert(table)
     return postgresql.insert(table)
-
-
-def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def normalize_flags(flags: Iterable[bytes | str]) -> frozenset[str]:
@@ -122,7 +117,7 @@ class ChangeSet:
         emails = sorted(self.emails - self.destroyed)
         changelog.record(session, user_id, "Email", emails, "updated")
         threads: set[int] = set()
-        for chunk in _chunks(emails):
+        for chunk in in_chunks(emails):
             threads.update(
                 t
                 for t in session.scalars(
@@ -146,7 +141,7 @@ def pending_messages(session: Session, message_ids: Iterable[int]) -> set[int]:
     """The messages among ``message_ids`` with an outbox entry not yet acknowledged."""
     ids = sorted(set(message_ids))
     found: set[int] = set()
-    for chunk in _chunks(ids):
+    for chunk in in_chunks(ids):
         found |= pending_message_ids(session, chunk)
     return found
 
@@ -157,7 +152,7 @@ def known_messages(
     """provider id → message id for the ids already stored in the account."""
     ids = sorted(set(provider_ids))
     found: dict[str, int] = {}
-    for chunk in _chunks(ids):
+    for chunk in in_chunks(ids):
         found.update(
             (pid, mid)
             for pid, mid in session.execute(
@@ -179,7 +174,7 @@ def located(
     if uids is None:
         return {int(uid): mid for uid, mid in session.execute(query) if uid is not None}
     found: dict[int, int] = {}
-    for chunk in _chunks(sorted(set(uids))):
+    for chunk in in_chunks(sorted(set(uids))):
         found.update(
             (int(uid), mid)
             for uid, mid in session.execute(query.where(MessageLocation.uid.in_(chunk)))
@@ -262,7 +257,7 @@ def remove_locations(
             )
         )
     else:
-        for chunk in _chunks(sorted(set(uids))):
+        for chunk in in_chunks(sorted(set(uids))):
             affected.update(
                 session.scalars(
                     delete(MessageLocation)
@@ -274,7 +269,7 @@ def remove_locations(
     if label is None or not affected:
         return affected
     free = sorted(affected - pending_messages(session, affected))
-    for chunk in _chunks(free):
+    for chunk in in_chunks(free):
         still_there = (
             exists()
             .where(
@@ -318,7 +313,7 @@ def apply_flags(
     ids = sorted(wanted)
     seen_now: dict[int, bool] = {}
     starred_now: set[int] = set()
-    for chunk in _chunks(ids):
+    for chunk in in_chunks(ids):
         for mid, seen_at in session.execute(
             select(Message.id, Message.seen_at).where(Message.id.in_(chunk))
         ):
@@ -336,9 +331,9 @@ def apply_flags(
     to_star = [m for m in ids if m in seen_now and FLAGGED in wanted[m] and m not in starred_now]
     to_unstar = [m for m in ids if FLAGGED not in wanted[m] and m in starred_now]
     now = utcnow()
-    for chunk in _chunks(to_seen):
+    for chunk in in_chunks(to_seen):
         session.execute(update(Message).where(Message.id.in_(chunk)).values(seen_at=now))
-    for chunk in _chunks(to_unseen):
+    for chunk in in_chunks(to_unseen):
         session.execute(update(Message).where(Message.id.in_(chunk)).values(seen_at=None))
     if to_star:
         session.execute(
@@ -346,7 +341,7 @@ def apply_flags(
             .values([{"message_id": m, "label_id": scope.starred_label} for m in to_star])
             .on_conflict_do_nothing()
         )
-    for chunk in _chunks(to_unstar):
+    for chunk in in_chunks(to_unstar):
         session.execute(
             delete(MessageLabel).where(
                 MessageLabel.message_id.in_(chunk), MessageLabel.label_id == scope.starred_label
@@ -382,7 +377,7 @@ def delete_orphans(
         return []
     threads: set[int] = set()
     labels: set[int] = set()
-    for chunk in _chunks(list(ids)):
+    for chunk in in_chunks(list(ids)):
         threads.update(
             t
             for t in session.scalars(
