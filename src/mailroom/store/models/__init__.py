@@ -14,6 +14,7 @@ from mailroom.store.models.messages import (
 )
 from mailroom.store.models.outbox import OUTBOX_STATES, OutboxEntry
 from mailroom.store.models.rules import Contact, Rule
+from mailroom.store.models.signin import SignInFailure, WebSession
 from mailroom.store.models.sync import SkippedMessage, SyncState
 from mailroom.store.models.threads import Thread, ThreadLabel
 from mailroom.store.models.users import Account, ApiToken, User
@@ -39,11 +40,13 @@ __all__ = [
     "MessageLabel",
     "MessageLocation",
     "MessageRef",
+    "SignInFailure",
     "SkippedMessage",
     "SyncState",
     "Thread",
     "ThreadLabel",
     "User",
+    "WebSession",
     "utcnow",
     "UtcDateTime",
 ]

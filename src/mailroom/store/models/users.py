@@ -51,7 +51,12 @@ class Account(Base):
 
 
 class ApiToken(Base):
-    """A bearer token of a user for JMAP; only its SHA-256 is stored."""
+    """A bearer token of a user for JMAP; only its SHA-256 is stored.
+
+    ``expires_at`` (None: never) is when the token stops working; an expired
+    token is refused like an unknown one. ``last_used_at`` is written at most
+    every few minutes, so it is a little behind.
+    """
 
     __tablename__ = "api_tokens"
 
@@ -61,3 +66,4 @@ class ApiToken(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
