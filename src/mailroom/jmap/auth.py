@@ -1,4 +1,4 @@
-"""Who is asking: passwords, API tokens, and the HTTP ``Authorization`` header.
+"""Who is asking: passwords, API tokens, the HTTP ``Authorization`` header, the lock-out.
 
 Passwords are hashed with scrypt (stdlib ``hashlib.scrypt``, N=2^14, r=8,
 p=1, 16-byte random salt) and stored as
@@ -12,6 +12,34 @@ is remembered in process (keyed by a hash of name and password, checked
 against the stored hash on every request): a password change or a deleted
 user takes effect at once, and a client sending Basic on every request does
 not pay scrypt every time.
+
+API tokens may carry an expiry (``expires_at``); an expired token is refused
+like an unknown one. ``last_used_at`` is written at most every 10 minutes.
+
+Sign-in lock-out (web sign-in and JMAP Basic share it, through
+:meth:`Authenticator.sign_in`): every password check first records a failure
+row under two keys, ``name:<user name>`` and ``addr:<client address>`` (an
+IPv6 client counts by its /64, which one attacker usually holds whole), and
+deletes it again when the password is right. So parallel guesses see each
+other, and a check that crashes counts as failed. A key with
+``max_failures_per_name`` / ``max_failures_per_address`` failures inside the
+last ``window`` is locked: every password sign-in under it, even with the
+right password, is refused with :class:`LockedOut` (429 and ``Retry-After``)
+without looking at the password, until the oldest of those failures leaves
+the window. Refused attempts are not recorded, so the lock clears one window
+after the last counted failure at the latest, whatever the attacker keeps
+sending. Names that do not exist count and lock the same way, and their
+password is checked against a dummy scrypt hash, so neither the answer nor
+its time says whether a user exists.
+
+The counter is a table (``sign_in_failures``), not process memory, so it
+holds across every HTTP process on one PostgreSQL (or SQLite) store. A
+lock-out is written once to the operator log (``mailroom.operator``) when a
+key reaches its limit. Bearer tokens are not counted: 256 random bits are not
+guessed, and a phone retrying a revoked token must not lock out its owner's
+address. Locking a name lets anyone deny that user password sign-ins for a
+window; that is the price of stopping guessing, and token clients and
+already signed-in web sessions are unaffected.
 """
 
 from __future__ import annotations
@@ -20,19 +48,26 @@ import base64
 import binascii
 import hashlib
 import hmac
+import ipaddress
+import logging
+import math
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import cache
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
-from mailroom.errors import ConfigError
+from mailroom.errors import ConfigError, NotFoundError
 from mailroom.owners import get_or_create_user, get_user
 from mailroom.store.engine import Store
-from mailroom.store.models import ApiToken, User, utcnow
+from mailroom.store.models import ApiToken, SignInFailure, User, utcnow
+
+operator_log = logging.getLogger("mailroom.operator")
 
 SCRYPT_N = 2**14
 SCRYPT_R = 8
@@ -84,12 +119,169 @@ def set_password(session: Session, name: str, password: str) -> bool:
     return not existed
 
 
-def create_token(session: Session, user_name: str, name: str = "") -> str:
+def create_token(
+    session: Session, user_name: str, name: str = "", expires_at: datetime | None = None
+) -> str:
     """A new API token of an existing user; the token itself is shown only here."""
     user = get_user(session, user_name)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    session.add(ApiToken(user_id=user.id, token_sha256=token_digest(token), name=name[:200]))
+    session.add(
+        ApiToken(
+            user_id=user.id,
+            token_sha256=token_digest(token),
+            name=name[:200],
+            expires_at=expires_at,
+        )
+    )
     return token
+
+
+def list_tokens(session: Session, user_name: str) -> Sequence[ApiToken]:
+    """The API tokens of an existing user, oldest first."""
+    user = get_user(session, user_name)
+    return session.scalars(
+        select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id)
+    ).all()
+
+
+def revoke_token(session: Session, token_id: int) -> ApiToken:
+    """Delete API token ``token_id`` (it stops working at once); the row it was."""
+    token = session.get(ApiToken, token_id)
+    if token is None:
+        raise NotFoundError(
+            f"There is no API token {token_id}; `mailroom token list USER` shows the ids."
+        )
+    session.delete(token)
+    return token
+
+
+@cache
+def _dummy_hash() -> str:
+    """A hash with the real parameters, checked for unknown users so they cost the same."""
+    return hash_password(secrets.token_urlsafe(16))
+
+
+def address_key(address: str | None) -> str:
+    """The limiter key of a client address (an IPv6 address counts by its /64)."""
+    if not address:
+        return "addr:unknown"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return f"addr:{address[:200]}"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return f"addr:{ip.ipv4_mapped}"
+        return f"addr:{ipaddress.IPv6Network((ip, 64), strict=False)}"
+    return f"addr:{ip}"
+
+
+class LockedOut(Exception):
+    """Too many failed sign-ins under a name or an address; ``retry_after`` in seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"Too many failed sign-ins; try again in {retry_after} seconds.")
+        self.retry_after = retry_after
+
+    @property
+    def minutes(self) -> int:
+        """The wait in whole minutes, rounded up (at least 1), for people."""
+        return max(1, math.ceil(self.retry_after / 60))
+
+
+@dataclass(frozen=True)
+class LockoutPolicy:
+    """How many failed sign-ins a name and an address may have inside ``window``."""
+
+    max_failures_per_name: int = 10
+    max_failures_per_address: int = 30
+    window: timedelta = timedelta(minutes=15)
+
+
+class SignInLimiter:
+    """Counts failed sign-ins in the store and says when a name or address is locked.
+
+    Thread-safe and shared across processes through ``sign_in_failures``;
+    ``clock`` is injectable so tests move time instead of sleeping.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        policy: LockoutPolicy | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.store = store
+        self.policy = policy or LockoutPolicy()
+        self.clock = clock
+
+    def _limits(self, name: str, address: str | None) -> list[tuple[str, int]]:
+        return [
+            (f"name:{name[:200]}", self.policy.max_failures_per_name),
+            (address_key(address), self.policy.max_failures_per_address),
+        ]
+
+    def retry_after(self, name: str, address: str | None) -> int | None:
+        """Seconds until ``name`` from ``address`` may try a password again; None: now."""
+        now = self.clock()
+        cutoff = now - self.policy.window
+        wait = 0.0
+        with self.store.session() as session:
+            for key, limit in self._limits(name, address):
+                recent = session.scalars(
+                    select(SignInFailure.failed_at)
+                    .where(SignInFailure.key == key, SignInFailure.failed_at > cutoff)
+                    .order_by(SignInFailure.failed_at.desc())
+                    .limit(limit)
+                ).all()
+                if len(recent) >= limit:
+                    # Unlocked once the limit-th most recent failure leaves the window.
+                    clears = recent[-1] + self.policy.window
+                    wait = max(wait, (clears - now).total_seconds())
+        return max(1, math.ceil(wait)) if wait > 0 else None
+
+    def begin(self, name: str, address: str | None) -> list[int]:
+        """Count an attempt as failed until :meth:`succeeded`; the ids of its rows."""
+        now = self.clock()
+        rows = [SignInFailure(key=key, failed_at=now) for key, _ in self._limits(name, address)]
+        with self.store.session() as session:
+            # Rows that left the window count for nothing; keep the table small.
+            session.execute(
+                delete(SignInFailure).where(SignInFailure.failed_at <= now - self.policy.window)
+            )
+            session.add_all(rows)
+            session.flush()
+            return [row.id for row in rows]
+
+    def succeeded(self, attempt: list[int]) -> None:
+        """The password was right: the attempt is no failure."""
+        with self.store.session() as session:
+            session.execute(delete(SignInFailure).where(SignInFailure.id.in_(attempt)))
+
+    def failed(self, name: str, address: str | None) -> None:
+        """The password was wrong (already counted); log a lock-out it starts."""
+        cutoff = self.clock() - self.policy.window
+        with self.store.session() as session:
+            for key, limit in self._limits(name, address):
+                count = len(
+                    session.scalars(
+                        select(SignInFailure.id)
+                        .where(SignInFailure.key == key, SignInFailure.failed_at > cutoff)
+                        .limit(limit + 1)
+                    ).all()
+                )
+                if count == limit:
+                    minutes = round(self.policy.window.total_seconds() / 60)
+                    operator_log.warning(
+                        "sign-in lock-out: %s had %d failed sign-ins within %d minutes "
+                        "(last from %s); password sign-ins under it are refused for up to "
+                        "%d minutes",
+                        key,
+                        count,
+                        minutes,
+                        address or "an unknown address",
+                        minutes,
+                    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,27 +293,32 @@ class Principal:
 
 
 class Authenticator:
-    """Checks ``Authorization`` headers against the store (thread-safe)."""
+    """Checks passwords and ``Authorization`` headers against the store (thread-safe)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, limiter: SignInLimiter | None = None) -> None:
         self.store = store
+        self.limiter = limiter or SignInLimiter(store)
         self._lock = threading.Lock()
         # key (hash of name and password) -> the stored hash it was verified against
         self._verified: OrderedDict[str, str] = OrderedDict()
 
-    def authenticate(self, header: str | None) -> Principal | None:
-        """The user a header proves to be, or None (missing, malformed or wrong)."""
+    def authenticate(self, header: str | None, address: str | None = None) -> Principal | None:
+        """The user a header proves to be, or None (missing, malformed or wrong).
+
+        Raises :class:`LockedOut` for Basic credentials while their name or
+        the client ``address`` is locked.
+        """
         if not header:
             return None
         scheme, _, credentials = header.strip().partition(" ")
         credentials = credentials.strip()
         if scheme.lower() == "basic":
-            return self._basic(credentials)
+            return self._basic(credentials, address)
         if scheme.lower() == "bearer" and credentials:
             return self._bearer(credentials)
         return None
 
-    def _basic(self, credentials: str) -> Principal | None:
+    def _basic(self, credentials: str, address: str | None) -> Principal | None:
         try:
             decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
         except (ValueError, binascii.Error, UnicodeDecodeError):
@@ -129,21 +326,39 @@ class Authenticator:
         name, sep, password = decoded.partition(":")
         if not sep or not name:
             return None
+        return self.sign_in(name, password, address)
+
+    def sign_in(self, name: str, password: str, address: str | None = None) -> Principal | None:
+        """The user ``name`` if ``password`` is theirs, else None; LockedOut while locked.
+
+        Unknown names and users without a password cost one scrypt check like
+        a real one, and count toward the lock-out like a real one.
+        """
+        wait = self.limiter.retry_after(name, address)
+        if wait is not None:
+            raise LockedOut(wait)
         with self.store.session() as session:
             row = session.execute(
                 select(User.id, User.name, User.password_hash).where(User.name == name)
             ).first()
-        if row is None or not row.password_hash:
-            return None
+        stored = row.password_hash if row is not None else None
         key = hashlib.sha256(f"{name}\0{password}".encode()).hexdigest()
-        with self._lock:
-            known = self._verified.get(key)
-        if known is not None and hmac.compare_digest(known, row.password_hash):
-            return Principal(row.id, row.name)
-        if not verify_password(password, row.password_hash):
+        if row is not None and stored:
+            with self._lock:
+                known = self._verified.get(key)
+            if known is not None and hmac.compare_digest(known, stored):
+                return Principal(row.id, row.name)
+        attempt = self.limiter.begin(name, address)
+        if row is None or not stored:
+            verify_password(password, _dummy_hash())
+            self.limiter.failed(name, address)
             return None
+        if not verify_password(password, stored):
+            self.limiter.failed(name, address)
+            return None
+        self.limiter.succeeded(attempt)
         with self._lock:
-            self._verified[key] = row.password_hash
+            self._verified[key] = stored
             self._verified.move_to_end(key)
             while len(self._verified) > _CACHE_SIZE:
                 self._verified.popitem(last=False)
@@ -155,7 +370,10 @@ class Authenticator:
             row = session.execute(
                 select(ApiToken.id, ApiToken.last_used_at, User.id.label("user_id"), User.name)
                 .join(User, User.id == ApiToken.user_id)
-                .where(ApiToken.token_sha256 == token_digest(token))
+                .where(
+                    ApiToken.token_sha256 == token_digest(token),
+                    or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+                )
             ).first()
             if row is None:
                 return None
