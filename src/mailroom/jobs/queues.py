@@ -15,6 +15,7 @@ from huey import Huey, RedisHuey, SqliteHuey
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
+from mailroom.store.files import private_dir, private_file
 
 QUEUES = (
     "ingest",  # sync: new mail only
@@ -41,8 +42,9 @@ def make_queues(settings: Settings, names: tuple[str, ...] = QUEUES) -> dict[str
                 f"{settings.namespace}-{name}", url=settings.redis_url, results=False
             )
         else:
-            path: Path = settings.data_dir / "queues.sqlite3"
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Private like the store (see mailroom.store.files): jobs name accounts and messages.
+            path: Path = private_dir(settings.data_dir) / "queues.sqlite3"
+            private_file(path)
             queues[name] = SqliteHuey(
                 f"{settings.namespace}-{name}", filename=str(path), results=False
             )

@@ -20,6 +20,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from mailroom.errors import StoreError
+from mailroom.store.files import private_dir, private_file
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,36 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_size_limit=67108864")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+    # mailroom, not the driver, starts transactions (see _begin_before_first_write).
+    dbapi_connection.isolation_level = None
+
+
+# Statements that only read: before the first write they run outside a transaction.
+_READS = ("SELECT", "PRAGMA", "EXPLAIN")
+
+
+def _begin_before_first_write(
+    conn: Any, _cursor: Any, statement: str, _params: Any, _context: Any, _many: bool
+) -> None:
+    """Open ``BEGIN IMMEDIATE`` before the first statement of a unit of work that writes.
+
+    A deferred SQLite transaction that has read and then writes cannot wait
+    for the write lock: when another connection committed in between, its
+    snapshot is stale and SQLite answers "database is locked" at once, busy
+    timeout or not (this reached JMAP clients as ``serverFail`` while imports
+    and jobs ran). ``BEGIN IMMEDIATE`` takes the write lock first, and waiting
+    for it honours the busy timeout. Reads before the first write run outside
+    a transaction, each seeing the latest commit — PostgreSQL's READ COMMITTED,
+    which every code path already meets — so read-only sessions never hold
+    the lock and never block writers. A SAVEPOINT counts as a write: SQLite
+    would otherwise open a deferred transaction for it.
+    """
+    dbapi = conn.connection.dbapi_connection
+    if dbapi is None or dbapi.in_transaction:
+        return
+    if statement.lstrip()[:7].upper().startswith(_READS):
+        return
+    dbapi.execute("BEGIN IMMEDIATE")
 
 
 def create_store_engine(url: str) -> Engine:
@@ -95,18 +126,16 @@ def create_store_engine(url: str) -> Engine:
     if backend == "sqlite":
         database = parsed.database or ""
         if database and database != ":memory:":
-            folder = Path(database).expanduser().parent
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(
-                    f"Cannot create the data directory {folder} ({exc.strerror}); "
-                    "choose another with MAILROOM_DATA_DIR or --data-dir."
-                ) from None
+            path = Path(database).expanduser()
+            if not path.parent.is_dir():
+                private_dir(path.parent)
+            # Created 0600 before SQLite opens it; its -wal and -shm take this mode.
+            private_file(path)
     try:
         if backend == "sqlite":
             engine = create_engine(parsed, connect_args={"timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "before_cursor_execute", _begin_before_first_write)
         else:
             engine = create_engine(parsed, pool_pre_ping=True)
     except (NoSuchModuleError, ImportError):
@@ -117,7 +146,12 @@ def create_store_engine(url: str) -> Engine:
 
 
 def open_store(url: str, data_dir: Path | None = None, *, migrate: bool = True) -> Store:
-    """Open (and by default migrate) the store at ``url``; raises StoreError in plain words."""
+    """Open (and by default migrate) the store at ``url``; raises StoreError in plain words.
+
+    ``data_dir`` (mailroom's own directory) is made private (0700) first.
+    """
+    if data_dir is not None:
+        private_dir(data_dir)
     engine = create_store_engine(url)
     try:
         with engine.connect():
