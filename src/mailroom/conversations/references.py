@@ -27,9 +27,9 @@ SpamAssassin corpus no message names more than 50 ids.
 from __future__ import annotations
 
 from mailroom.mime import ParsedMessage
+from mailroom.store.keys import id_key
 
 MAX_REFERENCES = 50
-MAX_ID_CHARS = 1000  # the column width of message_refs.ref
 
 
 def _ids(parsed: ParsedMessage, header: str, ids: list[str]) -> list[str]:
@@ -54,17 +54,16 @@ def reference_chain(parsed: ParsedMessage) -> list[str]:
     }
     in_reply_to = _ids(parsed, "in-reply-to", parsed.in_reply_to)
     references = _ids(parsed, "references", parsed.references)
+    # Ids are compared and stored as their index keys, as messages.message_id_header is.
+    own = id_key(parsed.message_id) if parsed.message_id else None
     chain: list[str] = []
     for ref in [*in_reply_to, *reversed(references)]:
-        ref = ref[:MAX_ID_CHARS]
-        if not ref or ref == parsed.message_id or ref in chain or ref.lower() in addresses:
+        ref = id_key(ref)
+        if not ref or ref == own or ref in chain or ref.lower() in addresses:
             continue
         chain.append(ref)
     if len(chain) > MAX_REFERENCES:
-        root = next(
-            (r[:MAX_ID_CHARS] for r in references if r[:MAX_ID_CHARS] in chain),
-            None,
-        )
+        root = next((id_key(r) for r in references if id_key(r) in chain), None)
         capped = chain[:MAX_REFERENCES]
         if root is not None and root not in capped:
             capped[-1] = root

@@ -32,6 +32,7 @@ from mailroom.ingest.pipeline import Batch, StoredMessage, run_pipeline
 from mailroom.mime import Address, ParsedMessage, parse_message
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
+from mailroom.store.keys import id_key
 from mailroom.store.models import Message, MessageLabel, MessageLocation, MessageRef
 from mailroom.store.search import SearchDocument, index_documents
 
@@ -118,12 +119,16 @@ def _message_row(
     sender = parsed.from_[0] if parsed.from_ else None
     received = _arrival_time(parsed, item)
     raw_sha256 = hashlib.sha256(item.raw).hexdigest() if item.raw is not None else None
+    notes = list(parsed.notes)
+    message_id = id_key(parsed.message_id) if parsed.message_id else None
+    if message_id != parsed.message_id:
+        notes.append("Message-ID longer than 1,000 bytes; indexed by its SHA-256")
     return {
         "user_id": user_id,
         "account_id": account_id,
         "provider_id": item.provider_id,
         "provider_thread_id": item.provider_thread_id,
-        "message_id_header": parsed.message_id,
+        "message_id_header": message_id,
         "subject": parsed.subject,
         "subject_key": subject_key(parsed.subject),
         "from_name": sender.name if sender else "",
@@ -139,9 +144,9 @@ def _message_row(
         "size": parsed.size,
         "preview": parsed.preview[:256],
         "has_attachment": bool(parsed.attachments),
-        "list_id": (parsed.header("list-id") or "")[:500] or None,
+        "list_id": parsed.header("list-id") or None,
         "seen_at": received if item.seen else None,
-        "parse_notes": list(parsed.notes),
+        "parse_notes": notes,
         "raw_sha256": raw_sha256,
         "created_at": datetime.now(UTC),
     }

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import String, create_engine
+from sqlalchemy.types import TypeEngine
 
 from mailroom.store.models import Base
 
@@ -18,6 +19,25 @@ def include_object(
     return not (type_ == "table" and name is not None and name.startswith("message_search"))
 
 
+def compare_type(
+    context: object,
+    inspected: object,
+    metadata: object,
+    inspected_type: TypeEngine[object],
+    metadata_type: TypeEngine[object],
+) -> bool | None:
+    """On SQLite, ``VARCHAR(n)`` and ``TEXT`` are the same type; elsewhere Alembic decides.
+
+    SQLite ignores the length and gives both TEXT affinity, so migration 0007
+    widens columns on PostgreSQL only and the check must not ask SQLite for a
+    table rebuild that would change nothing.
+    """
+    dialect = getattr(getattr(context, "dialect", None), "name", None)
+    if dialect == "sqlite" and isinstance(inspected_type, String):
+        return not isinstance(metadata_type, String)
+    return None
+
+
 def run_migrations_online() -> None:
     """Run migrations with a connection from the given engine (or the configured URL)."""
     engine = config.attributes.get("engine") or create_engine(
@@ -29,6 +49,7 @@ def run_migrations_online() -> None:
             target_metadata=target_metadata,
             render_as_batch=connection.dialect.name == "sqlite",
             include_object=include_object,
+            compare_type=compare_type,
         )
         context.run_migrations()
 

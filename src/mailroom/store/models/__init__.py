@@ -1,4 +1,16 @@
-"""All tables of the store; import from here."""
+"""All tables of the store; import from here.
+
+The text rule, the same on SQLite and PostgreSQL: text that comes from mail,
+a provider or a person (subjects, addresses, names, ids, folder paths,
+reasons, rule names) is ``Text``, unbounded, never truncated by the store.
+Only values mailroom makes itself stay ``String(n)``: names from a closed set
+(status, role, kind, category, operation, state, provider, change type,
+sync-state keys) and hex digests, each n fitting the longest of its set.
+PostgreSQL still limits one btree index entry to about 2.7 kB, so a
+Message-ID or reference that could exceed it is stored as its digest
+(``store.keys.id_key``); other indexed provider keys (folder paths, file
+keys, Gmail/Graph ids) stay far below it by the providers' own limits.
+"""
 
 from mailroom.store.models.base import Base, UtcDateTime, utcnow
 from mailroom.store.models.changes import CHANGE_KINDS, Change

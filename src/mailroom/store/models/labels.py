@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, String, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -26,8 +26,8 @@ class Label(Base):
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(500))
-    path: Mapped[str] = mapped_column(String(2000))
+    name: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(Text)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"))
     role: Mapped[str | None] = mapped_column(String(20))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
@@ -45,7 +45,7 @@ class LabelBinding(Base):
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     label_id: Mapped[int] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"))
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    provider_ref: Mapped[str] = mapped_column(String(1000))
+    provider_ref: Mapped[str] = mapped_column(Text)
 
 
 class Folder(Base):
@@ -56,8 +56,8 @@ class Folder(Base):
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    path: Mapped[str] = mapped_column(String(1000))
-    delimiter: Mapped[str | None] = mapped_column(String(4))
+    path: Mapped[str] = mapped_column(Text)
+    delimiter: Mapped[str | None] = mapped_column(Text)
     special_use: Mapped[str | None] = mapped_column(String(40))
     label_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id", ondelete="SET NULL"))
     uidvalidity: Mapped[int | None] = mapped_column(BigInteger)

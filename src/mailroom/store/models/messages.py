@@ -44,31 +44,31 @@ class Message(Base):
     account_id: Mapped[int] = mapped_column(
         ForeignKey("accounts.id", ondelete="CASCADE"), index=True
     )
-    provider_id: Mapped[str] = mapped_column(String(500))
-    provider_thread_id: Mapped[str | None] = mapped_column(String(500))
+    provider_id: Mapped[str] = mapped_column(Text)
+    provider_thread_id: Mapped[str | None] = mapped_column(Text)
     thread_id: Mapped[int | None] = mapped_column(
         ForeignKey("threads.id", ondelete="SET NULL"), index=True
     )
-    message_id_header: Mapped[str | None] = mapped_column(String(1000), index=True)
+    message_id_header: Mapped[str | None] = mapped_column(Text, index=True)
     subject: Mapped[str] = mapped_column(Text, default="")
     subject_key: Mapped[str | None] = mapped_column(String(40))  # conversations.subject
-    from_name: Mapped[str] = mapped_column(String(500), default="")
-    from_email: Mapped[str] = mapped_column(String(500), default="", index=True)
+    from_name: Mapped[str] = mapped_column(Text, default="")
+    from_email: Mapped[str] = mapped_column(Text, default="")
     recipients: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     received_at: Mapped[datetime] = mapped_column(UtcDateTime)
     size: Mapped[int] = mapped_column(Integer, default=0)
-    preview: Mapped[str] = mapped_column(String(300), default="")
+    preview: Mapped[str] = mapped_column(Text, default="")
     has_attachment: Mapped[bool] = mapped_column(Boolean, default=False)
-    list_id: Mapped[str | None] = mapped_column(String(500))
+    list_id: Mapped[str | None] = mapped_column(Text)
     category: Mapped[str | None] = mapped_column(String(20))
     category_stage: Mapped[str | None] = mapped_column(String(40))
-    category_signal: Mapped[str | None] = mapped_column(String(500))
+    category_signal: Mapped[str | None] = mapped_column(Text)
     rule_category: Mapped[str | None] = mapped_column(String(20))
     seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     raw_sha256: Mapped[str | None] = mapped_column(String(64))
     parse_notes: Mapped[list[str]] = mapped_column(JSON, default=list)
-    thread_note: Mapped[str | None] = mapped_column(String(1000))
+    thread_note: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
@@ -123,7 +123,7 @@ class MessageRef(Base):
     message_id: Mapped[int] = mapped_column(
         ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
     )
-    ref: Mapped[str] = mapped_column(String(1000), primary_key=True, index=True)
+    ref: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
     position: Mapped[int] = mapped_column(Integer, default=0)
 
 
@@ -143,4 +143,4 @@ class MessageLocation(Base):
     folder_id: Mapped[int] = mapped_column(ForeignKey("folders.id", ondelete="CASCADE"))
     uidvalidity: Mapped[int | None] = mapped_column(BigInteger)
     uid: Mapped[int | None] = mapped_column(BigInteger)
-    provider_ref: Mapped[str | None] = mapped_column(String(1000))
+    provider_ref: Mapped[str | None] = mapped_column(Text)

@@ -31,7 +31,7 @@ class OutboxEntry(Base):
     message_id: Mapped[int | None] = mapped_column(
         ForeignKey("messages.id", ondelete="SET NULL"), index=True
     )
-    provider_id: Mapped[str] = mapped_column(String(500))
+    provider_id: Mapped[str] = mapped_column(Text)
     operation: Mapped[str] = mapped_column(String(40))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     state: Mapped[str] = mapped_column(String(10), default="pending")

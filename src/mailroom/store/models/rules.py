@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -18,7 +18,7 @@ class Rule(Base):
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(Text)
     conditions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     actions: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     position: Mapped[int] = mapped_column(Integer, default=0)
@@ -34,6 +34,6 @@ class Contact(Base):
     user_id: Mapped[int] = mapped_column(
         ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
     )
-    email: Mapped[str] = mapped_column(String(500), primary_key=True)
+    email: Mapped[str] = mapped_column(Text, primary_key=True)
     sent_count: Mapped[int] = mapped_column(Integer, default=0)
     last_sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime)

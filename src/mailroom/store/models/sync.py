@@ -32,7 +32,7 @@ class SkippedMessage(Base):
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
-    provider_id: Mapped[str] = mapped_column(String(500))
+    provider_id: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(String(40))
     reason: Mapped[str] = mapped_column(Text)
     labels: Mapped[list[str]] = mapped_column(JSON, default=list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, false
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -26,7 +26,7 @@ class Thread(Base):
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    subject: Mapped[str] = mapped_column(String(1000), default="")
+    subject: Mapped[str] = mapped_column(Text, default="")
     origin: Mapped[str] = mapped_column(String(20), default="new")
     message_count: Mapped[int] = mapped_column(Integer, default=0)
     unread_count: Mapped[int] = mapped_column(Integer, default=0)

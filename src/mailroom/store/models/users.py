@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Integer, LargeBinary, String, UniqueConstraint, text
+from sqlalchemy import JSON, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -17,8 +17,8 @@ class User(Base):
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
-    password_hash: Mapped[str | None] = mapped_column(String(500))
+    name: Mapped[str] = mapped_column(Text, unique=True)
+    password_hash: Mapped[str | None] = mapped_column(Text)
     settings: Mapped[dict[str, Any]] = mapped_column(
         JSON, default=dict, server_default=text("'{}'")
     )
@@ -37,10 +37,10 @@ class Account(Base):
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(Text)
     provider: Mapped[str] = mapped_column(String(20))
     status: Mapped[str] = mapped_column(String(20), default="active")
-    status_reason: Mapped[str | None] = mapped_column(String(500))
+    status_reason: Mapped[str | None] = mapped_column(Text)
     watch_state: Mapped[str] = mapped_column(String(40), default="idle")
     settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     secret: Mapped[bytes | None] = mapped_column(LargeBinary)
@@ -63,7 +63,7 @@ class ApiToken(Base):
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    name: Mapped[str] = mapped_column(String(200), default="")
+    name: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
