@@ -10,6 +10,10 @@
 ``MAILROOM_ALLOWED_PRIVATE_HOSTS``  operator allow-list (comma-separated host
                            names, addresses or networks) of mail servers that may
                            resolve to loopback/private addresses (SSRF guard).
+``MAILROOM_SIGNIN_MAX_FAILURES`` / ``..._PER_ADDRESS`` / ``MAILROOM_SIGNIN_LOCKOUT_MINUTES``
+                           the sign-in lock-out (10 per name, 30 per address, in
+                           15 minutes); ``MAILROOM_WEB_SESSION_DAYS`` (30) how
+                           long a web sign-in lasts.
 """
 
 from __future__ import annotations
@@ -38,6 +42,12 @@ class Settings(BaseSettings):
     master_key: SecretStr | None = None
     master_key_file: Path | None = None
     allowed_private_hosts: str = ""
+    # Sign-in lock-out (web and JMAP Basic): failures allowed per user name and per
+    # client address within the window before password sign-ins are refused (429).
+    signin_max_failures: int = 10
+    signin_max_failures_per_address: int = 30
+    signin_lockout_minutes: int = 15
+    web_session_days: int = 30  # a web sign-in lasts this long, then asks again
 
     @field_validator("data_dir")
     @classmethod

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 from mailroom.store.engine import Store
-from mailroom.web.app import create_app
+from mailroom.store.models import Message
 from tests.factories import make_message
 from tests.helpers import ingest, make_account
+from tests.web.conftest import add_user, browser, sign_in
 
 HOSTILE = (
     "<img src=x onerror=alert(1)><script>alert('x')</script>"
@@ -24,47 +21,39 @@ HOSTILE = (
 
 
 @pytest.fixture
-def server(store: Store) -> Iterator[str]:
-    """The web app served by uvicorn in a thread on a free loopback port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning")
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not runner.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    runner.should_exit = True
-    thread.join(timeout=10)
+def me(store: Store, server: str) -> Iterator[httpx.Client]:
+    """A browser signed in as the default user ``me`` (who owns the test account)."""
+    make_account(store)
+    add_user(store, "me")
+    client = browser(server)
+    assert sign_in(client, server, "me").status_code == 303
+    yield client
+    client.close()
 
 
-def test_health_and_thread_list(store: Store, server: str) -> None:
+def test_health_and_thread_list(store: Store, server: str, me: httpx.Client) -> None:
     """/health answers ok and / lists the newest threads with their subjects, escaped."""
     account = make_account(store)
     ingest(store, account, [("a", make_message("a@x", subject="<b>Budget</b> & plans"))])
     assert httpx.get(f"{server}/health").json()["status"] == "ok"
-    page = httpx.get(f"{server}/")
+    page = me.get("/")
     assert page.status_code == 200
     assert "&lt;b&gt;Budget&lt;/b&gt; &amp; plans" in page.text
     assert "Content-Security-Policy" in page.headers
 
 
-def test_hostile_html_never_reaches_a_page_unsanitized(store: Store, server: str) -> None:
+def test_hostile_html_never_reaches_a_page_unsanitized(store: Store, me: httpx.Client) -> None:
     """The thread page and the message frame carry no script, handler or javascript: URL."""
     account = make_account(store)
     result = ingest(store, account, [("h", make_message("h@x", html=HOSTILE))])
     (message_id,) = result.created_ids
     with store.session() as session:
-        from mailroom.store.models import Message
-
         message = session.get(Message, message_id)
         assert message is not None
         thread_id = message.thread_id
-    thread_page = httpx.get(f"{server}/threads/{thread_id}").text
-    frame = httpx.get(f"{server}/messages/{message_id}/html")
+    thread_page = me.get(f"/threads/{thread_id}").text
+    assert f'<iframe sandbox src="/messages/{message_id}/html"' in thread_page
+    frame = me.get(f"/messages/{message_id}/html")
     assert "sandbox" in frame.headers["Content-Security-Policy"]
     for text in (thread_page, frame.text):
         lowered = text.lower()
@@ -73,7 +62,6 @@ def test_hostile_html_never_reaches_a_page_unsanitized(store: Store, server: str
     assert "click" in frame.text and "ok" in frame.text
 
 
-def test_unknown_thread_is_404(store: Store, server: str) -> None:
+def test_unknown_thread_is_404(me: httpx.Client) -> None:
     """A thread id that does not exist answers 404 with a plain page."""
-    make_account(store)
-    assert httpx.get(f"{server}/threads/999").status_code == 404
+    assert me.get("/threads/999").status_code == 404

@@ -21,7 +21,6 @@ import click
 
 from mailroom.cli.context import AppContext, pass_app, plain_errors
 from mailroom.errors import ConfigError
-from mailroom.owners import DEFAULT_OWNER
 
 SHUTDOWN_GRACE_SECONDS = 3
 
@@ -50,7 +49,10 @@ def check_tls(cert: Path | None, key: Path | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8025, show_default=True)
 @click.option(
-    "--owner", default=DEFAULT_OWNER, show_default=True, help="Whose mail the page shows."
+    "--owner",
+    default=None,
+    hidden=True,
+    help="Deprecated and ignored: the web page shows the mail of whoever signs in.",
 )
 @click.option(
     "--tls-cert",
@@ -75,7 +77,7 @@ def serve_command(
     app: AppContext,
     host: str,
     port: int,
-    owner: str,
+    owner: str | None,
     tls_cert: Path | None,
     tls_key: Path | None,
     no_jobs: bool,
@@ -88,7 +90,13 @@ def serve_command(
 
     check_tls(tls_cert, tls_key)
     jmap = JmapConfig()
-    web = create_app(app.store, owner=owner, jmap=jmap)
+    if owner is not None:
+        click.echo(
+            "--owner is no longer used: the web page shows the mail of whoever signs in "
+            "(set a password with `mailroom user add NAME --password-stdin`).",
+            err=True,
+        )
+    web = create_app(app.store, jmap=jmap, settings=app.settings)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:

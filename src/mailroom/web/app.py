@@ -1,94 +1,76 @@
-"""The HTTP application: ``/health``, the newest threads and a thread page.
+"""The HTTP application: ``/health``, sign-in, the signed-in user's mail, and JMAP.
 
-Only sanitized HTML ever reaches a page, and even that is shown inside a
-sandboxed ``iframe`` (no scripts, no same-origin) under a strict
-Content-Security-Policy, so a sanitizer miss still cannot run code.
+=============================  ==============================================
+``GET  /health``               open: the store answers (leaks nothing)
+``GET  /signin``               the sign-in form; ``POST /signin`` signs in
+``POST /signout``              ends this browser's session
+``GET  /``                     the signed-in user's newest threads
+``GET  /threads/{id}``         one thread of theirs
+``GET  /messages/{id}/html``   a message's sanitized HTML for the sandboxed frame
+``/.well-known/jmap``, ``/jmap/...``  JMAP (``mailroom.jmap.app``)
+=============================  ==============================================
+
+Pages are plain ``def`` endpoints in ``web.pages`` (Starlette runs them in
+its thread pool). A page request without a live session redirects to
+``/signin``; the page never creates a user. The web sign-in and JMAP Basic
+share one :class:`Authenticator`, so they share the lock-out too.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from datetime import timedelta
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-from sqlalchemy import select, text
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from mailroom import __version__
-from mailroom.errors import NotFoundError
+from mailroom.config import Settings
 from mailroom.jmap.app import JmapConfig, jmap_routes
-from mailroom.owners import get_or_create_user
-from mailroom.reading import message_detail, newest_threads
+from mailroom.jmap.auth import Authenticator, LockoutPolicy, SignInLimiter
 from mailroom.store.engine import Store
-from mailroom.store.models import Message, Thread
-
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'"
-
-_templates = Environment(
-    loader=FileSystemLoader(Path(__file__).parent / "templates"),
-    autoescape=select_autoescape(default=True),
-)
+from mailroom.web.pages.common import WebContext
+from mailroom.web.pages.health import health
+from mailroom.web.pages.mail import index, message_html, thread_page
+from mailroom.web.pages.signin import signin, signin_form, signout
+from mailroom.web.sessions import DEFAULT_LIFETIME
 
 
-def _page(name: str, status: int = 200, **values: object) -> HTMLResponse:
-    body = _templates.get_template(name).render(version=__version__, **values)
-    return HTMLResponse(body, status_code=status, headers={"Content-Security-Policy": CSP})
+def lockout_policy(settings: Settings) -> LockoutPolicy:
+    """The sign-in lock-out the operator configured."""
+    # A limit of 0 would lock everyone out for good; 1 is the strictest that works.
+    return LockoutPolicy(
+        max_failures_per_name=max(1, settings.signin_max_failures),
+        max_failures_per_address=max(1, settings.signin_max_failures_per_address),
+        window=timedelta(minutes=max(1, settings.signin_lockout_minutes)),
+    )
 
 
-def create_app(store: Store, owner: str = "me", jmap: JmapConfig | None = None) -> Starlette:
-    """The web application serving ``owner``'s mail from ``store``, and JMAP for every user."""
-
-    async def health(_request: Request) -> Response:
-        with store.session() as session:
-            session.execute(text("SELECT 1"))
-        return JSONResponse({"status": "ok", "version": __version__})
-
-    async def index(_request: Request) -> Response:
-        with store.session() as session:
-            user = get_or_create_user(session, owner)
-            threads = newest_threads(session, user.id, limit=100)
-        return _page("index.html", threads=threads, owner=owner)
-
-    async def thread_page(request: Request) -> Response:
-        thread_id = request.path_params["thread_id"]
-        with store.session() as session:
-            user = get_or_create_user(session, owner)
-            thread = session.get(Thread, thread_id)
-            if thread is None or thread.user_id != user.id:
-                return _page("missing.html", status=404, what=f"thread {thread_id}")
-            ids = session.scalars(
-                select(Message.id)
-                .where(Message.thread_id == thread_id)
-                .order_by(Message.received_at, Message.id)
-            ).all()
-            messages = [message_detail(session, user.id, mid) for mid in ids]
-        return _page("thread.html", thread=thread, messages=messages)
-
-    async def message_html(request: Request) -> Response:
-        message_id = request.path_params["message_id"]
-        with store.session() as session:
-            user = get_or_create_user(session, owner)
-            try:
-                detail = message_detail(session, user.id, message_id)
-            except NotFoundError:
-                return _page("missing.html", status=404, what=f"message {message_id}")
-        return HTMLResponse(
-            detail["sanitized_html"] or "",
-            headers={
-                "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                "img-src 'self'; sandbox",
-                "X-Content-Type-Options": "nosniff",
-            },
-        )
-
-    return Starlette(
+def create_app(
+    store: Store,
+    jmap: JmapConfig | None = None,
+    *,
+    settings: Settings | None = None,
+    auth: Authenticator | None = None,
+) -> Starlette:
+    """The web application over ``store``: the page for whoever signs in, and JMAP."""
+    if auth is None:
+        policy = lockout_policy(settings) if settings is not None else None
+        auth = Authenticator(store, SignInLimiter(store, policy))
+    lifetime = (
+        timedelta(days=max(1, settings.web_session_days))
+        if settings is not None
+        else DEFAULT_LIFETIME
+    )
+    app = Starlette(
         routes=[
-            Route("/health", health),
-            Route("/", index),
-            Route("/threads/{thread_id:int}", thread_page),
-            Route("/messages/{message_id:int}/html", message_html),
-            *jmap_routes(store, jmap),
+            Route("/health", health, methods=["GET"]),
+            Route("/signin", signin_form, methods=["GET"]),
+            Route("/signin", signin, methods=["POST"]),
+            Route("/signout", signout, methods=["POST"]),
+            Route("/", index, methods=["GET"]),
+            Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
+            Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
+            *jmap_routes(store, jmap, auth),
         ]
     )
+    app.state.web = WebContext(store=store, auth=auth, session_lifetime=lifetime)
+    return app
