@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -63,3 +63,24 @@ def update_by_id(session: Session, model: type[Base], rows: Sequence[dict[str, A
     session.connection().execute(
         statement, [{"_id": row["id"], **{n: row[n] for n in columns}} for row in rows]
     )
+
+
+def insert_or_get(
+    session: Session, model: type[Base], values: dict[str, Any], keys: Sequence[str]
+) -> tuple[int, bool]:
+    """(id, created) of the row whose unique ``keys`` match ``values``, inserting it if missing.
+
+    Must be idempotent under concurrency: ``INSERT … ON CONFLICT DO NOTHING``
+    waits for a concurrent insert of the same key to commit and then does
+    nothing, and the select that follows finds the winner's row — so two
+    processes creating the same row both get its id, and neither an
+    IntegrityError (no read-before-insert race).
+    """
+    table = _table(model)
+    inserted = insert_ignoring_conflicts(session, model, [values], keys, ("id",))
+    if inserted:
+        return int(inserted[0][0]), True
+    found = session.connection().execute(
+        select(table.c.id).where(*(table.c[key] == values[key] for key in keys))
+    )
+    return int(found.scalar_one()), False

@@ -27,6 +27,7 @@ Import order (:data:`RANK`): Inbox, Sent, Drafts, user folders, Archive, Spam, T
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
@@ -39,6 +40,7 @@ from mailroom.providers.imap.mirror import (
     insert_for,
     remove_locations,
 )
+from mailroom.store.bulk import insert_or_get
 from mailroom.store.models import (
     Folder,
     Label,
@@ -46,6 +48,7 @@ from mailroom.store.models import (
     MessageLabel,
     MessageLocation,
     ThreadLabel,
+    utcnow,
 )
 
 __all__ = ["RANK", "DiscoveryResult", "discover", "folder_rank", "syncable_folders"]
@@ -256,23 +259,32 @@ def discover(
 
     for lf in new:
         special = _special_use(lf)
-        folder = Folder(
-            account_id=scope.account_id,
-            path=lf.name,
-            delimiter=lf.delimiter,
-            special_use=special,
-            label_id=_label_for(session, scope.user_id, lf.name, lf.delimiter, special),
-            state={"selectable": lf.selectable}
-            if lf.selectable
-            else {"selectable": False, "import_floor_uid": 1},
+        state: dict[str, Any] = (
+            {"selectable": True} if lf.selectable else {"selectable": False, "import_floor_uid": 1}
         )
         if _is_view(special):
-            folder.state = {**folder.state, "import_floor_uid": 1}
-        session.add(folder)
-        session.flush()
+            state = {**state, "import_floor_uid": 1}
+        # Insert-or-get: two first syncs of a new account may discover it at the same time;
+        # the loser takes the winner's row as an existing folder.
+        folder_id, created = insert_or_get(
+            session,
+            Folder,
+            {
+                "account_id": scope.account_id,
+                "path": lf.name,
+                "delimiter": lf.delimiter,
+                "special_use": special,
+                "label_id": _label_for(session, scope.user_id, lf.name, lf.delimiter, special),
+                "state": state,
+                "created_at": utcnow(),
+            },
+            ("account_id", "path"),
+        )
+        folder = session.get_one(Folder, folder_id)
         existing[lf.name] = folder
         scope.folder_labels[folder.id] = folder.label_id  # type: ignore[assignment]
-        result.created.append(folder.id)
+        if created:
+            result.created.append(folder.id)
 
     for name, folder in existing.items():
         lf = listed[name]

@@ -16,7 +16,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest import IncomingMessage, Location, store_batch
@@ -27,8 +26,9 @@ from mailroom.mime import ParsedMessage
 from mailroom.mime.pool import ParsePool
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers.local.source import LocalMessage, LocalSource, open_source
+from mailroom.store.bulk import insert_or_get
 from mailroom.store.engine import Store
-from mailroom.store.models import Folder
+from mailroom.store.models import Folder, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -147,12 +147,19 @@ def _folder(
 
     path = "/".join(parts) or "INBOX"
     label = resolve_path(session, user_id, list(parts) or ["INBOX"])
-    folder = session.scalar(
-        select(Folder).where(Folder.account_id == account_id, Folder.path == path)
+    # Insert-or-get: a second import of the same new account may create it at the same time.
+    folder_id, _ = insert_or_get(
+        session,
+        Folder,
+        {
+            "account_id": account_id,
+            "path": path,
+            "delimiter": "/",
+            "label_id": label.id,
+            "state": {},
+            "created_at": utcnow(),
+        },
+        ("account_id", "path"),
     )
-    if folder is None:
-        folder = Folder(account_id=account_id, path=path, delimiter="/", label_id=label.id)
-        session.add(folder)
-        session.flush()
     bind(session, label.id, account_id, path)
-    return folder.id, label.id
+    return folder_id, label.id
