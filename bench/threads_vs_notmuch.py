@@ -1,9 +1,13 @@
 """Threading benchmark: mailroom's conversations against notmuch's, and arrival-order independence.
 
-    python bench/threads_vs_notmuch.py [--maildir DIR] [--orders 5] [--seed 1] [--list-rescues]
+    python bench/threads_vs_notmuch.py [--maildir DIR | --corpus-dir DIR] [--orders 5]
+                                       [--seed 1] [--list-rescues]
 
-1. Writes the full SpamAssassin corpus (6,046 messages) as a Maildir with
-   ``bench/corpus.py`` (default ``bench/.work/corpus-maildir``).
+1. Without ``--maildir``: writes the full SpamAssassin corpus (6,046 messages) as a
+   Maildir with ``bench/corpus.py`` into a folder of its own (``--corpus-dir``, default
+   ``bench/.work/corpus-maildir``). With ``--maildir DIR`` it reads that Maildir as it
+   is and never writes into it: a benchmark pointed at someone's mail must not add a
+   corpus (thousands of files and a ``.Spam`` folder) to it.
 2. Imports it into a fresh SQLite store with ``mailroom.providers.local.import_path``
    (Maildir order, batches of 200) and reads the partition: Maildir file → thread.
 3. Indexes the same Maildir with ``notmuch new`` (database outside the Maildir) and reads
@@ -234,6 +238,22 @@ def notmuch_partition(maildir: Path, work: Path) -> tuple[Partition, float]:
     return partition, seconds
 
 
+def maildir_folders(maildir: Path) -> list[Path]:
+    """The Maildir and its Maildir++ sub-folders (``.Name``) that hold mail."""
+    candidates = [maildir, *sorted(p for p in maildir.iterdir() if p.name.startswith("."))]
+    return [f for f in candidates if (f / "cur").is_dir() or (f / "new").is_dir()]
+
+
+def given_maildir(path: Path) -> Path:
+    """A Maildir the user named, checked but untouched; SystemExit in one sentence if it is none."""
+    if not path.is_dir() or not maildir_folders(path):
+        raise SystemExit(
+            f"{path} is not a Maildir (no cur/ or new/ folder); give a Maildir, or leave out "
+            "--maildir to build the corpus in a folder of its own."
+        )
+    return path
+
+
 def notmuch_models(maildir: Path) -> tuple[Partition, Partition, dict[str, list[str]]]:
     """notmuch's rule rebuilt from raw headers, with and without address-as-id references.
 
@@ -242,46 +262,65 @@ def notmuch_models(maildir: Path) -> tuple[Partition, Partition, dict[str, list[
     full: dict[str, list[str]] = {}
     strict: dict[str, list[str]] = {}
     addressed: dict[str, list[str]] = {}
-    for folder in (maildir, maildir / ".Spam"):
-        for path in sorted((folder / "cur").iterdir()):
-            message = message_from_bytes(path.read_bytes(), policy=compat32)
-            key = file_key(path.name)
-            own = str(message.get("Message-ID") or "")
-            ids = parse_id_list(own)[:1] or [f"no-id-{key}"]
-            named = [
-                ident
-                for header in ("In-Reply-To", "References")
-                for value in message.get_all(header) or []
-                if "<" in str(value)
-                for ident in parse_id_list(str(value))
-            ]
-            mine = {
-                a.email.lower()
-                for header in ("From", "To", "Cc", "Bcc", "Reply-To", "Sender")
-                for value in message.get_all(header) or []
-                for a in parse_address_list(str(value))
-            }
-            full[key] = ids + named
-            addressed[key] = [i for i in named if i.lower() in mine]
-            strict[key] = ids + [i for i in named if i.lower() not in mine]
+    files = [
+        path
+        for folder in maildir_folders(maildir)
+        for sub in ("cur", "new")
+        if (folder / sub).is_dir()
+        for path in sorted((folder / sub).iterdir())
+        if path.is_file()
+    ]
+    for path in files:
+        message = message_from_bytes(path.read_bytes(), policy=compat32)
+        key = file_key(path.name)
+        own = str(message.get("Message-ID") or "")
+        ids = parse_id_list(own)[:1] or [f"no-id-{key}"]
+        named = [
+            ident
+            for header in ("In-Reply-To", "References")
+            for value in message.get_all(header) or []
+            if "<" in str(value)
+            for ident in parse_id_list(str(value))
+        ]
+        mine = {
+            a.email.lower()
+            for header in ("From", "To", "Cc", "Bcc", "Reply-To", "Sender")
+            for value in message.get_all(header) or []
+            for a in parse_address_list(str(value))
+        }
+        full[key] = ids + named
+        addressed[key] = [i for i in named if i.lower() in mine]
+        strict[key] = ids + [i for i in named if i.lower() not in mine]
     return components(full), components(strict), addressed
 
 
 # ------------------------------------------------------------------ main
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Run the comparison and the arrival-order check; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--maildir", type=Path, default=WORK_DIR / "corpus-maildir")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--maildir", type=Path, default=None, help="read this Maildir (never written to)"
+    )
+    source.add_argument(
+        "--corpus-dir",
+        type=Path,
+        default=WORK_DIR / "corpus-maildir",
+        help="where to build the SpamAssassin corpus (a folder of the benchmark's own)",
+    )
     parser.add_argument("--orders", type=int, default=5, help="random arrival orders to check")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--list-rescues", action="store_true", help="print every conversation the rescue built"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-    maildir = ensure_corpus_maildir(args.maildir)
+    if args.maildir is not None:
+        maildir = given_maildir(args.maildir)
+    else:
+        maildir = ensure_corpus_maildir(args.corpus_dir)
     print(f"{date.today()}  Maildir {maildir}: {count_messages(maildir)} files")
 
     with tempfile.TemporaryDirectory(prefix="threads-bench-") as tmp:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from mailroom.errors import NotFoundError
@@ -47,15 +48,67 @@ def search_ids(session: Session, user_id: int, query: str, limit: int = 100) -> 
     return [row[0] for row in rows]
 
 
+def label_id(session: Session, user_id: int, path: str) -> int:
+    """The id of the user's label ``path`` (exact, else ignoring case); NotFoundError if none."""
+    exact = session.scalar(select(Label.id).where(Label.user_id == user_id, Label.path == path))
+    if exact is not None:
+        return exact
+    folded = session.scalars(
+        select(Label.id).where(Label.user_id == user_id, func.lower(Label.path) == path.lower())
+    ).all()
+    if len(folded) != 1:
+        raise NotFoundError(f"There is no label {path!r}; `mailroom labels` lists them.")
+    return folded[0]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFilter:
+    """What `mailroom list` narrows to; every field left at its default matches everything."""
+
+    label_id: int | None = None
+    category: str | None = None
+    unread: bool = False
+    repaired: bool = False  # stored with parse notes (a damaged part was repaired)
+
+
+def count_messages(session: Session, user_id: int, where: MessageFilter = MessageFilter()) -> int:
+    """How many of the user's messages match the filter."""
+    query = _filtered(select(func.count(Message.id)).where(Message.user_id == user_id), where)
+    return session.scalar(query) or 0
+
+
+def _filtered(query: Any, where: MessageFilter) -> Any:
+    if where.label_id is not None:
+        query = query.where(
+            Message.id.in_(
+                select(MessageLabel.message_id).where(MessageLabel.label_id == where.label_id)
+            )
+        )
+    if where.category is not None:
+        query = query.where(Message.category == where.category)
+    if where.unread:
+        query = query.where(Message.seen_at.is_(None))
+    if where.repaired:
+        # JSON on both stores; json_array_length exists in SQLite and PostgreSQL alike.
+        query = query.where(func.json_array_length(Message.parse_notes) > 0)
+    return query
+
+
 def list_messages(
-    session: Session, user_id: int, *, limit: int | None = None, ids: Sequence[int] | None = None
+    session: Session,
+    user_id: int,
+    *,
+    limit: int | None = None,
+    ids: Sequence[int] | None = None,
+    where: MessageFilter = MessageFilter(),
 ) -> list[dict[str, Any]]:
     """The user's messages (or the given ids), newest first, as dicts for `mailroom list`."""
-    query = (
+    query = _filtered(
         select(Message, Account.name)
         .join(Account, Account.id == Message.account_id)
         .where(Message.user_id == user_id)
-        .order_by(Message.received_at.desc(), Message.id.desc())
+        .order_by(Message.received_at.desc(), Message.id.desc()),
+        where,
     )
     if ids is not None:
         query = query.where(Message.id.in_(ids))

@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 from sqlalchemy import select
 
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors, read_password
@@ -87,7 +85,7 @@ def add_imap_command(
 @plain_errors
 def disconnect_command(app: AppContext, name: str, owner: str) -> None:
     """Stop syncing an account and forget its password; its mail stays (idempotent)."""
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         account = session.scalar(
             select(Account).where(Account.user_id == user.id, Account.name == name)
@@ -104,10 +102,40 @@ def disconnect_command(app: AppContext, name: str, owner: str) -> None:
 def _progress(row: Any, importing: bool) -> str:
     if not importing:
         return "done"
-    if not row.import_total:
-        return "starting"
-    percent = min(100.0, 100.0 * row.import_done / row.import_total)
+    if not row.import_total and not row.import_done:
+        # No folder has been counted yet: the first sync has not reached the server.
+        return "not started"
+    percent = min(100.0, 100.0 * row.import_done / row.import_total) if row.import_total else 0.0
     return f"{min(row.import_done, row.import_total)}/{row.import_total} ({percent:.0f}%)"
+
+
+def _backoff_seconds(watch_state: str) -> float | None:
+    kind, _, millis = watch_state.partition(":")
+    if kind != "backoff":
+        return None
+    try:
+        return int(millis) / 1000
+    except ValueError:
+        return None
+
+
+def account_reason(status: str, reason: str | None, watch_state: str) -> str:
+    """What is wrong with an account, in words, with when it is tried again; "" if nothing."""
+    delay = _backoff_seconds(watch_state)
+    if delay is None or status != "active":
+        return reason or ""
+    return f"{reason or 'the live connection ended'}; retrying in {delay:.0f} s"
+
+
+def account_status(status: str, watch_state: str) -> str:
+    """The status column: the account's status, and whether its live push runs."""
+    if status == "active" and watch_state == "watching":
+        return "active, watching"
+    return status
+
+
+# The table must fit a 100-column terminal; the reason column wraps instead.
+TABLE_WIDTH = 100
 
 
 @click.command("accounts")
@@ -122,14 +150,15 @@ def _progress(row: Any, importing: bool) -> str:
 @pass_app
 @plain_errors
 def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
-    """List accounts with their status, watch state and import progress."""
+    """List accounts: status, import progress and, when something is wrong, why."""
     rows: list[dict[str, Any]] = []
-    with app.store.session() as session:
+    store = app.existing_store
+    with store.session() as session:
         query = select(Account, User.name).join(User, User.id == Account.user_id)
         if owner is not None:
             query = query.where(User.id == get_user(session, owner).id)
         for account, user_name in session.execute(query.order_by(User.name, Account.name)):
-            importer = registry.importer_for(app.store, account)
+            importer = registry.importer_for(store, account, app.settings)
             importing = importer.state(account).importing if importer is not None else False
             rows.append(
                 {
@@ -139,6 +168,9 @@ def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
                     "status": account.status,
                     "status_reason": account.status_reason,
                     "watch_state": account.watch_state,
+                    "reason": account_reason(
+                        account.status, account.status_reason, account.watch_state
+                    ),
                     "importing": importing,
                     "import_done": account.import_done,
                     "import_total": account.import_total,
@@ -152,10 +184,20 @@ def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
     if not rows:
         click.echo("No accounts yet; add one with `mailroom account add imap`.")
         return
-    table = Table("owner", "account", "provider", "status", "watch", "import")
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("owner", "account", "provider", "status", "import")
+    table.add_column("reason", overflow="fold")  # a setting's long name folds, not cut off
     for row in rows:
-        status = row["status"] + (f": {row['status_reason']}" if row["status_reason"] else "")
         table.add_row(
-            row["owner"], row["name"], row["provider"], status, row["watch_state"], row["progress"]
+            row["owner"],
+            row["name"],
+            row["provider"],
+            account_status(row["status"], row["watch_state"]),
+            row["progress"],
+            row["reason"] or "-",
         )
-    Console(width=200).print(table)
+    console = Console()
+    width = min(console.width, TABLE_WIDTH) if console.is_terminal else TABLE_WIDTH
+    Console(width=width).print(table)

@@ -23,7 +23,7 @@ def categories_command(app: AppContext, owner: str) -> None:
 
     Only conversations whose tab changed are announced to JMAP clients.
     """
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         result = backfill_categories(session, user.id)
     done = result.recategorized

@@ -37,7 +37,7 @@ def categories_group() -> None:
 @plain_errors
 def list_command(app: AppContext, owner: str) -> None:
     """Show every tab and whether it is on."""
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         off = switched_off(session, get_user(session, owner).id)
     for tab in CATEGORIES:
         click.echo(f"{tab}: {'off' if tab in off else 'on'}")
@@ -45,7 +45,7 @@ def list_command(app: AppContext, owner: str) -> None:
 
 def _switch(app: AppContext, owner: str, name: str, on: bool) -> None:
     tab = _tab(name)
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = session.get(User, get_user(session, owner).id)
         assert user is not None
         off = set(switched_off(session, user.id))

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from mailroom.config import Settings, load_settings
-from mailroom.errors import ConfigError, MailroomError
+from mailroom.errors import ConfigError, MailroomError, StoreError
 from mailroom.store.engine import Store, open_store
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,11 +42,98 @@ class AppContext:
 
     @property
     def store(self) -> Store:
-        """The store, opened and migrated on first use."""
+        """The store, created if there is none yet, opened and migrated on first use."""
         if self._store is None:
             settings = self.settings
             self._store = open_store(settings.resolved_database_url, settings.data_dir)
         return self._store
+
+    @property
+    def existing_store(self) -> Store:
+        """The store for commands that read or change mail: never created, StoreError if absent.
+
+        Creating an empty store here would only lead to "There is no user called
+        'me'" about a store the user never meant to use. Alembic (a fifth of the
+        start-up of a read command) is imported only when the schema is behind.
+        """
+        if self._store is None:
+            settings = self.settings
+            url = settings.resolved_database_url
+            path = sqlite_path(url)
+            if path is not None and not path.is_file():
+                raise no_store(settings, path)
+            store = open_store(url, settings.data_dir, migrate=False)
+            try:
+                current = schema_revision(store)
+                if current is None:
+                    raise no_store(settings, path)
+                if current != head_revision():
+                    from mailroom.store.migrate import upgrade
+
+                    upgrade(store)
+            except BaseException:
+                store.dispose()
+                raise
+            self._store = store
+        return self._store
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///`` URL (None for other databases and in-memory SQLite)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None  # opening the store says what is wrong with the URL
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def no_store(settings: Settings, path: Path | None) -> StoreError:
+    """The one sentence for a read command that finds no store where it looked."""
+    where = f"in {settings.data_dir}" if path is not None else "in that database"
+    return StoreError(
+        f"There is no mailroom store {where}; import mail first (`mailroom import PATH`) or "
+        "point --data-dir or MAILROOM_DATA_DIR (also read from ./.env) at your store."
+    )
+
+
+def schema_revision(store: Store) -> str | None:
+    """The Alembic revision the store is at; None when it was never migrated (not a store)."""
+    from sqlalchemy import inspect, text
+
+    with store.engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    return str(version) if version is not None else None
+
+
+_REVISION = re.compile(r"^(down_revision|revision)\b[^=\n]*=\s*(.+)$", re.MULTILINE)
+
+
+@functools.cache
+def head_revision() -> str | None:
+    """The newest migration's revision, read from the migration files without Alembic.
+
+    None when the files do not name exactly one head: the caller then lets Alembic decide.
+    """
+    from importlib.resources import files
+
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    folder = files("mailroom.store.migrations").joinpath("versions")
+    for entry in folder.iterdir():
+        if not entry.name.endswith(".py") or entry.name.startswith("__"):
+            continue
+        for kind, value in _REVISION.findall(entry.read_text(encoding="utf-8")):
+            names = re.findall(r"[\"']([^\"']+)[\"']", value)
+            (revisions if kind == "revision" else parents).update(names)
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
 
 
 pass_app = click.make_pass_decorator(AppContext, ensure=True)
@@ -63,12 +153,18 @@ def plain_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def setup_logging(verbose: bool) -> None:
-    """Plain-sentence logs on stderr; INFO with --verbose, WARNING otherwise."""
+def setup_logging(verbose: bool, *, engine: bool = True) -> None:
+    """Plain-sentence logs on stderr; INFO with --verbose, WARNING otherwise.
+
+    A foreground command (``engine`` False) prints the reason of a failure itself,
+    so the operator log's copy of it (``mailroom.operator``) is shown only with -v.
+    """
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not engine and not verbose:
+        logging.getLogger("mailroom.operator").setLevel(logging.ERROR)
 
 
 def echo_json(obj: Any) -> None:
@@ -109,6 +205,8 @@ def read_password(password_file: Path | None, password_stdin: bool) -> str:
 
 def progress_bar() -> Progress:
     """The bar long commands show on a terminal (none when stderr is not one)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     return Progress(
         "[progress.description]{task.description}",
         BarColumn(),

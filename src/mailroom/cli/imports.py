@@ -32,6 +32,13 @@ def import_command(app: AppContext, path: Path, account: str, owner: str) -> Non
             progress=lambda n: progress.advance(task, n),
         )
     click.echo(f"{path}: {summary.line()}.")
+    if summary.repaired:
+        # "repaired" alone left people guessing what happened to their mail.
+        click.echo(
+            f"  {summary.repaired} message{'s were' if summary.repaired != 1 else ' was'} stored "
+            "with parse notes (a damaged part was decoded as well as it could be); "
+            "`mailroom list --repaired` lists them and `mailroom show ID` shows the notes."
+        )
     if summary.failed:
         for key, reason in summary.failed[1:20]:
             click.echo(f"  failed: {key}: {reason}", err=True)

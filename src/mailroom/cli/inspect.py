@@ -2,34 +2,51 @@
 
 from __future__ import annotations
 
-import click
-from rich.console import Console
-from rich.table import Table
+import sys
+from typing import Any
 
+import click
+
+from mailroom.categories.cascade import CATEGORIES
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
 from mailroom.owners import DEFAULT_OWNER, get_user
-from mailroom.reading import list_messages, message_detail, search_ids
+from mailroom.reading import (
+    MessageFilter,
+    count_messages,
+    label_id,
+    list_messages,
+    message_detail,
+    search_ids,
+)
+
+# What `list` shows on a terminal when no --limit is given: a screenful, not the store.
+TERMINAL_LIMIT = 50
+
 
 owner_option = click.option(
     "--owner", default=DEFAULT_OWNER, show_default=True, help="Whose mail to look at."
 )
 
 
-def _print(rows: list[dict[str, object]], output: str) -> None:
+def _print(rows: list[dict[str, Any]], output: str) -> None:
     if output == "jsonl":
         for row in rows:
             echo_json(row)
         return
-    table = Table("id", "thread", "received", "from", "subject", "category", "labels")
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "thread", "received", "from", "subject", "tab", "labels")
     for row in rows:
+        unread = "" if row["seen"] else "* "  # the one mark a reader needs in a list
         table.add_row(
             str(row["id"]),
             str(row["thread_id"]),
-            str(row["received_at"])[:16],
-            str(row["from"]),
-            str(row["subject"])[:60],
-            str(row["category"]),
-            ",".join(row["labels"]),  # type: ignore[arg-type]
+            str(row["received_at"])[:16].replace("T", " "),
+            str(row["from_name"] or row["from"]),
+            unread + str(row["subject"])[:60],
+            str(row["category"] or ""),
+            ",".join(row["labels"]),
         )
     Console().print(table)
 
@@ -47,15 +64,54 @@ format_option = click.option(
 @click.command("list")
 @owner_option
 @format_option
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"At most this many (default {TERMINAL_LIMIT} on a terminal, all otherwise).",
+)
+@click.option("--label", default=None, help="Only messages with this label (e.g. Inbox).")
+@click.option("--tab", type=click.Choice(CATEGORIES), default=None, help="Only this inbox tab.")
+@click.option("--unread", is_flag=True, help="Only unread messages.")
+@click.option(
+    "--repaired",
+    is_flag=True,
+    help="Only messages stored with parse notes (`mailroom show ID` shows them).",
+)
 @pass_app
 @plain_errors
-def list_command(app: AppContext, owner: str, output: str, limit: int | None) -> None:
-    """List messages, newest first."""
-    with app.store.session() as session:
+def list_command(
+    app: AppContext,
+    owner: str,
+    output: str,
+    limit: int | None,
+    label: str | None,
+    tab: str | None,
+    unread: bool,
+    repaired: bool,
+) -> None:
+    """List messages, newest first (unread ones marked *)."""
+    if limit is None and sys.stdout.isatty():
+        limit = TERMINAL_LIMIT
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
-        rows = list_messages(session, user.id, limit=limit)
+        where = MessageFilter(
+            label_id=label_id(session, user.id, label) if label is not None else None,
+            category=tab,
+            unread=unread,
+            repaired=repaired,
+        )
+        rows = list_messages(session, user.id, limit=limit, where=where)
+        total = count_messages(session, user.id, where) if limit is not None else len(rows)
+    if output == "jsonl":
+        _print(rows, output)
+        return
+    if not rows:
+        click.echo("No message matches." if where != MessageFilter() else "No messages yet.")
+        return
     _print(rows, output)
+    if total > len(rows):
+        click.echo(f"The newest {len(rows)} of {total}; --limit N shows more.")
 
 
 @click.command("search")
@@ -67,7 +123,7 @@ def list_command(app: AppContext, owner: str, output: str, limit: int | None) ->
 @plain_errors
 def search_command(app: AppContext, query: str, owner: str, output: str, limit: int) -> None:
     """Full-text search over subject, participants and body (all words must occur)."""
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         ids = search_ids(session, user.id, query, limit)
         rows = list_messages(session, user.id, ids=ids) if ids else []
@@ -77,16 +133,76 @@ def search_command(app: AppContext, query: str, owner: str, output: str, limit: 
     _print(rows, output)
 
 
+def _addresses(pairs: list[Any]) -> str:
+    shown = []
+    for pair in pairs:
+        name, email = (pair[0], pair[1]) if isinstance(pair, list | tuple) else ("", pair)
+        shown.append(f"{name} <{email}>" if name else str(email))
+    return ", ".join(shown)
+
+
+def _size(count: int) -> str:
+    return f"{count} B" if count < 1024 else f"{count / 1024:.0f} KB"
+
+
+def show_text(detail: dict[str, Any]) -> str:
+    """One message for a person: headers, attachments, parse notes, then the text body."""
+    sender = _addresses([[detail["from_name"], detail["from"]]])
+    lines = [
+        f"From:     {sender}",
+        f"To:       {_addresses(detail['to'])}",
+    ]
+    if detail["cc"]:
+        lines.append(f"Cc:       {_addresses(detail['cc'])}")
+    lines += [
+        f"Date:     {str(detail['received_at'])[:19].replace('T', ' ')} UTC",
+        f"Subject:  {detail['subject']}",
+        f"Message:  {detail['id']} in thread {detail['thread_id']}, account {detail['account']}"
+        f"{'' if detail['seen'] else ', unread'}",
+        f"Labels:   {', '.join(detail['labels']) or '(none)'}; tab {detail['category'] or '-'} "
+        f"(`mailroom explain {detail['id']}` says why)",
+    ]
+    for item in detail["attachments"]:
+        name = item.get("filename") or f"part {item.get('part', '?')}"
+        lines.append(
+            f"Attached: {name} ({item.get('content_type', '?')}, {_size(item.get('size') or 0)})"
+        )
+    for note in detail["parse_notes"]:
+        lines.append(f"Repaired: {note}")
+    if detail["thread_note"]:
+        lines.append(f"Thread:   {detail['thread_note']}")
+    body = (detail["text"] or "").lstrip("\n").rstrip()
+    if not body:
+        body = (
+            "(This message has only an HTML part; the web page shows it.)"
+            if detail["sanitized_html"]
+            else "(This message has no text.)"
+        )
+    return "\n".join([*lines, "", body])
+
+
 @click.command("show")
 @click.argument("message", type=int)
 @owner_option
+@click.option(
+    "--format",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json prints one JSON object with every field, for programs.",
+)
 @pass_app
 @plain_errors
-def show_command(app: AppContext, message: int, owner: str) -> None:
-    """Print one message as JSON, with its text body and parse notes."""
-    with app.store.session() as session:
+def show_command(app: AppContext, message: int, owner: str, output: str) -> None:
+    """Print one message: headers, parse notes and the text body."""
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
-        echo_json(message_detail(session, user.id, message))
+        detail = message_detail(session, user.id, message)
+    if output == "json":
+        echo_json(detail)
+    else:
+        click.echo(show_text(detail))
 
 
 @click.command("explain")
@@ -98,7 +214,7 @@ def explain_command(app: AppContext, message: int, owner: str) -> None:
     """Say which inbox tab a message is in and why (recomputed from stored data)."""
     from mailroom.categories.recompute import explain
 
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         why = explain(session, user.id, message)
     for line in why.lines():

@@ -35,7 +35,7 @@ threads_argument = click.argument("threads", nargs=-1, required=True, type=int)
 @plain_errors
 def labels_command(app: AppContext, owner: str) -> None:
     """List labels with their thread and unread counts (binned threads left out)."""
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         ensure_system_labels(session, user.id)
         rows = session.execute(
@@ -68,7 +68,7 @@ def _act(
     verb: str,
     action: Callable[[Operations, list[int]], list[int]],
 ) -> None:
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         ops = Operations(session, user.id)
         messages = ops.messages_of_threads(threads)
@@ -165,7 +165,7 @@ def label_command(
     parts = [part for part in name.split("/") if part.strip()]
     if not parts:
         raise ConfigError("A label name must not be empty.")
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         label_id = resolve_path(session, user.id, parts).id
     _act(
@@ -213,7 +213,7 @@ def snooze_command(
 ) -> None:
     """Snooze threads: out of the Inbox until the wake time, then back and unread."""
     when = parse_wake_time(until, duration, datetime.now(UTC))
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         Operations(session, user.id).snooze(threads, when)
     click.echo(f"Snoozed {len(threads)} thread(s) until {when.isoformat(timespec='minutes')}.")
@@ -226,7 +226,7 @@ def snooze_command(
 @plain_errors
 def wake_command(app: AppContext, threads: tuple[int, ...], owner: str) -> None:
     """Wake snoozed threads now: back to the Inbox, newest message unread."""
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         Operations(session, user.id).wake(threads)
     click.echo(f"Woke {len(threads)} thread(s).")

@@ -3,28 +3,85 @@
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 import click
 
 from mailroom import __version__
-from mailroom.cli.accounts import account_group, accounts_command
-from mailroom.cli.backfill import backfill_group
-from mailroom.cli.categories import categories_group
 from mailroom.cli.context import AppContext, setup_logging
-from mailroom.cli.imports import import_command
-from mailroom.cli.inspect import explain_command, list_command, search_command, show_command
-from mailroom.cli.keys import keys_group
-from mailroom.cli.labels import COMMANDS as LABEL_COMMANDS
-from mailroom.cli.rules import rules_group
-from mailroom.cli.serve import serve_command
-from mailroom.cli.sync import sync_command
-from mailroom.cli.users import token_group, user_group
-from mailroom.cli.workers import COMMANDS as WORKER_COMMANDS
 from mailroom.errors import MailroomError
 
+# Each command's module is imported only when that command runs (or for --help):
+# `mailroom list` must not pay for the web server, the job queues, IMAP or the
+# cipher library, which together made every read command take most of a second.
+# name -> "module:attribute"; the attribute is a click command or group.
+COMMANDS: dict[str, str] = {
+    "import": "mailroom.cli.imports:import_command",
+    "list": "mailroom.cli.inspect:list_command",
+    "search": "mailroom.cli.inspect:search_command",
+    "show": "mailroom.cli.inspect:show_command",
+    "explain": "mailroom.cli.inspect:explain_command",
+    "serve": "mailroom.cli.serve:serve_command",
+    "rules": "mailroom.cli.rules:rules_group",
+    "categories": "mailroom.cli.categories:categories_group",
+    "backfill": "mailroom.cli.backfill:backfill_group",
+    "user": "mailroom.cli.users:user_group",
+    "token": "mailroom.cli.users:token_group",
+    "account": "mailroom.cli.accounts:account_group",
+    "accounts": "mailroom.cli.accounts:accounts_command",
+    "keys": "mailroom.cli.keys:keys_group",
+    "sync": "mailroom.cli.sync:sync_command",
+    "labels": "mailroom.cli.labels:labels_command",
+    "archive": "mailroom.cli.labels:archive_command",
+    "trash": "mailroom.cli.labels:trash_command",
+    "restore": "mailroom.cli.labels:restore_command",
+    "inbox": "mailroom.cli.labels:inbox_command",
+    "spam": "mailroom.cli.labels:spam_command",
+    "star": "mailroom.cli.labels:star_command",
+    "read": "mailroom.cli.labels:read_command",
+    "label": "mailroom.cli.labels:label_command",
+    "snooze": "mailroom.cli.labels:snooze_command",
+    "wake": "mailroom.cli.labels:wake_command",
+    "delete": "mailroom.cli.labels:delete_command",
+    "worker": "mailroom.cli.workers:worker_command",
+    "supervisor": "mailroom.cli.workers:supervisor_command",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Commands whose processes are the engine: the operator log is their audience. A
+# foreground command prints its own one-sentence reason instead (said once, not twice).
+ENGINE_COMMANDS = frozenset({"serve", "worker", "supervisor"})
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when the command is looked up."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, without importing any command module."""
+        return sorted({*self.lazy, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command, importing its module on first use; None for an unknown name."""
+        if cmd_name in self.commands or cmd_name not in self.lazy:
+            return self.commands.get(cmd_name)
+        module_name, attribute = self.lazy[cmd_name].split(":")
+        command = getattr(import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
+        self.commands[cmd_name] = command
+        return command
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="mailroom")
 @click.option(
     "--data-dir",
@@ -42,25 +99,8 @@ from mailroom.errors import MailroomError
 @click.pass_context
 def cli(ctx: click.Context, data_dir: Path | None, database_url: str | None, verbose: bool) -> None:
     """mailroom: every mail account in one database, threaded, sorted and served."""
-    setup_logging(verbose)
+    setup_logging(verbose, engine=ctx.invoked_subcommand in ENGINE_COMMANDS)
     ctx.obj = AppContext(data_dir=data_dir, database_url=database_url)
-
-
-cli.add_command(import_command)
-cli.add_command(list_command)
-cli.add_command(search_command)
-cli.add_command(show_command)
-cli.add_command(explain_command)
-cli.add_command(serve_command)
-cli.add_command(rules_group)
-cli.add_command(categories_group)
-cli.add_command(backfill_group)
-cli.add_command(user_group)
-cli.add_command(token_group)
-for _imap_command in (account_group, accounts_command, keys_group, sync_command):
-    cli.add_command(_imap_command)
-for _command in [*LABEL_COMMANDS, *WORKER_COMMANDS]:
-    cli.add_command(_command)
 
 
 def main() -> None:

@@ -89,7 +89,7 @@ def add_command(
 @plain_errors
 def list_command(app: AppContext, owner: str, output: str) -> None:
     """List the rules in the order they run."""
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         rules = list_rules(session, user.id)
     if output == "jsonl":
@@ -112,7 +112,11 @@ def list_command(app: AppContext, owner: str, output: str) -> None:
         if rule.spec is None:
             click.echo(f"{rule.id}{state}: skipped, {rule.problem}")
         else:
-            click.echo(f"{rule.id}{state}: {rule.spec.name}: {rule.spec.describe()}")
+            description = rule.spec.describe()
+            # An unnamed rule is named after its description: say it once, not twice.
+            named = rule.spec.name not in (description, description[:200])
+            label = f"{rule.spec.name}: " if named else ""
+            click.echo(f"{rule.id}{state}: {label}{description}")
 
 
 @rules_group.command("remove")
@@ -122,7 +126,7 @@ def list_command(app: AppContext, owner: str, output: str) -> None:
 @plain_errors
 def remove_command(app: AppContext, rule_id: int, owner: str) -> None:
     """Remove a rule by its id (see `mailroom rules list`)."""
-    with app.store.session() as session:
+    with app.existing_store.session() as session:
         user = get_user(session, owner)
         remove_rule(session, user.id, rule_id)
     click.echo(f"Rule {rule_id} removed.")

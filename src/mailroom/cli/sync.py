@@ -22,7 +22,7 @@ from mailroom.cli.context import AppContext, pass_app, plain_errors, progress_ba
 from mailroom.errors import MailroomError, NotFoundError
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.providers import registry
-from mailroom.providers.base import AuthError, Importer, TransientError
+from mailroom.providers.base import AuthError, Importer, TransientError, failure_reason
 from mailroom.store.models import Account
 
 RETRIES = 3  # consecutive broken connections tolerated per account while importing
@@ -37,6 +37,12 @@ class _Run:
     failures: int = 0
     done: bool = False
     error: str | None = None
+
+
+def _said(error: AuthError | TransientError) -> str:
+    """The failure in words for whoever runs the command (the operator's reason, once)."""
+    reason = failure_reason(error)
+    return f"{reason}; the next sync tries again" if isinstance(error, TransientError) else reason
 
 
 def _load(session_accounts: list[Account]) -> list[Account]:
@@ -55,7 +61,7 @@ def _load(session_accounts: list[Account]) -> list[Account]:
 @plain_errors
 def sync_command(app: AppContext, account: str | None, owner: str, until_imported: bool) -> None:
     """Sync accounts (new mail, changes made elsewhere, local changes) and import history."""
-    store, settings = app.store, app.settings
+    store, settings = app.existing_store, app.settings
     with store.session() as session:
         user = get_user(session, owner)
         query = select(Account).where(Account.user_id == user.id).order_by(Account.name)
@@ -76,7 +82,7 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
                 propagator.propagate(acct)
             touched = syncer.sync(acct)
         except (AuthError, TransientError) as exc:
-            click.echo(f"mailroom: {acct.name}: {exc}", err=True)
+            click.echo(f"mailroom: {acct.name}: {_said(exc)}", err=True)
             failed = True
             continue
         click.echo(f"{acct.name}: synced ({len(touched)} folders changed).")
@@ -116,7 +122,7 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
                     except TransientError as exc:
                         run.failures += 1
                         if run.failures > RETRIES:
-                            run.error, run.done = str(exc), True
+                            run.error, run.done = _said(exc), True
                         else:
                             time.sleep(min(2**run.failures, 10))
                         continue

@@ -14,9 +14,12 @@ State machine of one account's watcher (``Account.watch_state``)::
 
 Backoff starts at 5 s and doubles to 5 min; a watcher that has run for a
 while (it reported ``healthy``) resets it. Error semantics (watch and poll):
-AuthError → account ``auth_error``, stop watching; RateLimitError → retry on
+AuthError → account ``auth_error``, stop watching; ConfigError (no master key)
+→ stop watching in this process, status unchanged; RateLimitError → retry on
 the next tick; InvalidCursorError → the provider resets and resyncs the last
-30 days on the next poll; anything else → log and retry.
+30 days on the next poll; anything else → log and retry. Every failure that
+says why is recorded as the account's ``status_reason`` and logged once
+(:mod:`mailroom.jobs.status`), never as a traceback per attempt.
 
 Leases (when several supervisors run on several machines): a watcher starts
 only after its process won the account's TTL lease (default 90 s), renewed
@@ -37,8 +40,16 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
 
+from mailroom.errors import ConfigError, ProviderError
 from mailroom.jobs.leases import Leases
-from mailroom.providers.base import AuthError, InvalidCursorError, RateLimitError, Watcher
+from mailroom.jobs.status import record_failure
+from mailroom.providers.base import (
+    AuthError,
+    InvalidCursorError,
+    RateLimitError,
+    TransientError,
+    Watcher,
+)
 from mailroom.store.engine import Store
 from mailroom.store.models import Account
 
@@ -179,12 +190,18 @@ class Supervisor:
         ran_for = now - watch.started_at
         self._end_thread(watch, account_id)
         if isinstance(failure, AuthError):
-            log.warning("Account %s refused the credentials; watching stops.", account_id)
-            self._set(
-                account_id, status="auth_error", status_reason=str(failure), watch_state="idle"
-            )
+            record_failure(self.store, account_id, failure, watch_state="idle")
             self._stop_watch(account_id, "idle")
             return
+        if isinstance(failure, ConfigError):
+            # No master key (or the wrong one): every restart would fail the same way
+            # until the operator fixes the setting and restarts; the poll still says so.
+            record_failure(self.store, account_id, failure, watch_state="idle")
+            watch.stopped = True
+            self._release(account_id, watch)
+            return
+        if isinstance(failure, ProviderError):
+            record_failure(self.store, account_id, failure)
         if ran_for >= self.config.healthy_after:
             watch.backoff = self.config.backoff_initial
         delay = watch.backoff
@@ -200,8 +217,7 @@ class Supervisor:
         try:
             self.poll(account_id)
         except AuthError as exc:
-            log.warning("Poll of account %s: credentials refused.", account_id)
-            self._set(account_id, status="auth_error", status_reason=str(exc), watch_state="idle")
+            record_failure(self.store, account_id, exc, watch_state="idle")
             self._stop_watch(account_id, "idle")
         except RateLimitError:
             log.info("Poll of account %s was rate limited; retrying next tick.", account_id)
@@ -209,6 +225,8 @@ class Supervisor:
         except InvalidCursorError:
             log.info("Poll of account %s found its cursor invalid; resyncing.", account_id)
             self._next_poll = 0.0
+        except (ConfigError, TransientError) as exc:
+            record_failure(self.store, account_id, exc)
         except Exception:
             log.exception("Poll of account %s failed; will retry.", account_id)
 

@@ -20,22 +20,26 @@ from typing import Any
 
 from huey import Huey
 from huey.api import TaskWrapper
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
+from mailroom.errors import ConfigError
 from mailroom.ingest.batch import BatchResult
 from mailroom.ingest.routing import BACKLOG, LIVE, RECENT_QUEUE, queue_for
+from mailroom.jobs.status import clear_failure, record_failure
 from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import LocalPropagator, propagate_pending
 from mailroom.providers import registry
-from mailroom.providers.base import AuthError, RateLimitError
+from mailroom.providers.base import AuthError, RateLimitError, TransientError
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Message, OutboxEntry, SyncState, User, utcnow
 
 log = logging.getLogger(__name__)
 
 STALLED_AFTER = timedelta(minutes=5)
+RETRIES = 3  # transient failures of one sync or import page retried in a row
+RETRY_DELAY = 30  # seconds
 HEARTBEAT = "import_heartbeat"
 
 # Follow-up work per message batch (search indexing happens at insert);
@@ -87,12 +91,7 @@ class Jobs:
         return account
 
     def _mark_auth_error(self, account_id: int, error: AuthError) -> None:
-        with self.store.session() as session:
-            session.execute(
-                update(Account)
-                .where(Account.id == account_id)
-                .values(status="auth_error", status_reason=str(error), watch_state="idle")
-            )
+        record_failure(self.store, account_id, error, watch_state="idle")
 
     def _heartbeat(self, session: Session, account_id: int) -> None:
         state = session.get(SyncState, (account_id, HEARTBEAT))
@@ -104,8 +103,14 @@ class Jobs:
 
     # -- sync and import -----------------------------------------------------
 
-    def run_sync(self, account_id: int) -> None:
-        """Sync new mail of one account, then restart its import if it stalled."""
+    def run_sync(self, account_id: int, attempt: int = 0) -> None:
+        """Sync new mail of one account, then restart its import if it stalled.
+
+        A failure that needs a person (credentials, host, master key) is recorded on
+        the account and logged once, never raised: a traceback per poll says nothing
+        the reason does not. A transient one is retried ``RETRIES`` times, then left
+        to the supervisor's next poll.
+        """
         with self.store.session() as session:
             account = self._account(session, account_id)
             syncer = registry.syncer_for(self.store, account, self.settings) if account else None
@@ -119,10 +124,23 @@ class Jobs:
         except RateLimitError as error:
             self.sync_account.schedule((account_id,), delay=error.retry_after or 60)
             return
+        except TransientError as error:
+            record_failure(self.store, account_id, error)
+            if attempt < RETRIES:
+                self.sync_account.schedule((account_id, attempt + 1), delay=RETRY_DELAY)
+            return
+        except ConfigError as error:  # no master key: nothing works until the operator acts
+            record_failure(self.store, account_id, error)
+            return
+        clear_failure(self.store, account_id)
         self.restart_stalled_import(account_id)
 
-    def run_import_page(self, account_id: int) -> None:
-        """Import one page of history; enqueue the next while work is left."""
+    def run_import_page(self, account_id: int, attempt: int = 0) -> None:
+        """Import one page of history; enqueue the next while work is left.
+
+        Failures as in :meth:`run_sync`; after ``RETRIES`` transient failures the
+        chain rests until the stalled-import restart of a later sync.
+        """
         with self.store.session() as session:
             account = self._account(session, account_id)
             importer = (
@@ -139,6 +157,14 @@ class Jobs:
             return
         except RateLimitError as error:
             self.import_page.schedule((account_id,), delay=error.retry_after or 60)
+            return
+        except TransientError as error:
+            record_failure(self.store, account_id, error)
+            if attempt < RETRIES:
+                self.import_page.schedule((account_id, attempt + 1), delay=RETRY_DELAY)
+            return
+        except ConfigError as error:
+            record_failure(self.store, account_id, error)
             return
         finally:
             importer.close()  # one job, one page: nothing is held until the next job
@@ -179,6 +205,8 @@ class Jobs:
             propagator.propagate(account)
         except AuthError as error:
             self._mark_auth_error(account_id, error)
+        except ConfigError as error:  # the outbox entries wait; the retry duty tries again
+            record_failure(self.store, account_id, error)
 
     def accounts_with_due_outbox(self) -> list[int]:
         """Accounts that have pending outbox entries due now."""

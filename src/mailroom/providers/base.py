@@ -46,27 +46,68 @@ __all__ = [
     "Syncer",
     "TransientError",
     "Watcher",
+    "failure_reason",
+    "failure_status",
 ]
 
 
 class AuthError(ProviderError):
-    """The provider refused the credentials (or the host is not allowed): the owner must act."""
+    """The provider refused the credentials (or the host is not allowed): the owner must act.
+
+    ``reason`` (optional) is the short cause for the operator's account list, when
+    the sentence meant for the owner is deliberately vaguer (see :func:`failure_reason`).
+    """
+
+    reason: str | None = None
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
 
 
 class TransientError(ProviderError):
-    """A temporary failure (network, DNS, server busy): retry later."""
+    """A temporary failure (network, DNS, server busy): retry later (``reason`` as AuthError)."""
+
+    reason: str | None = None
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
 
 
 class RateLimitError(TransientError):
     """The provider asked to slow down; retry after ``retry_after`` seconds."""
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, reason="the provider asked to slow down")
         self.retry_after = retry_after
 
 
 class InvalidCursorError(ProviderError):
     """A stored sync cursor is no longer accepted by the provider: reset it and resync."""
+
+
+def failure_status(error: BaseException) -> str | None:
+    """The account status a failure leads to: ``auth_error`` when retrying cannot help.
+
+    Everything else (a transient failure, a missing master key) leaves the status
+    alone: the account is tried again, and works once the cause is gone.
+    """
+    return "auth_error" if isinstance(error, AuthError) else None
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why an account does not sync, for the operator (``Account.status_reason``).
+
+    The owner-facing sentence (``str(error)``) may hide detail on purpose — the
+    SSRF guard says the same for a blocked and an unresolvable host — but the
+    operator, who reads ``mailroom accounts`` and owns the allow-list, is told
+    what is really wrong.
+    """
+    reason = getattr(error, "reason", None)
+    return reason if isinstance(reason, str) and reason else str(error)
 
 
 @dataclass(frozen=True, slots=True)

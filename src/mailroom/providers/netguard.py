@@ -42,9 +42,16 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 class BlockedHostError(AuthError):
     """The host resolves to a non-public address and is not allow-listed."""
 
+    reason = (
+        "host cannot be used: not allowed (private address); ask the operator to "
+        "allow-list it in MAILROOM_ALLOWED_PRIVATE_HOSTS"
+    )
+
 
 class UnresolvableHostError(TransientError):
     """The host name does not resolve (now)."""
+
+    reason = "cannot connect: name does not resolve"
 
 
 def unreachable(host: str) -> str:

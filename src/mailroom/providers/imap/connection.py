@@ -496,6 +496,16 @@ def _short(exc: BaseException) -> str:
     return text.splitlines()[0][:200]
 
 
+def _cause(exc: BaseException | None) -> str:
+    """A failed connection's cause in a few lower-case words ("connection refused")."""
+    if exc is None:
+        return "no address to connect to"
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return "timed out"
+    strerror = getattr(exc, "strerror", None)
+    return (strerror or _short(exc)).lower()
+
+
 def _short_data(data: Any) -> str:
     if isinstance(data, list | tuple) and data:
         first = data[0]
@@ -506,7 +516,8 @@ def _short_data(data: Any) -> str:
 def _bad_certificate(config: ImapConfig, exc: ssl.SSLCertVerificationError) -> AuthError:
     return AuthError(
         f"The server {config.host} presented a certificate that is not valid for it "
-        f"({exc.verify_message or 'verification failed'}); check the host name."
+        f"({exc.verify_message or 'verification failed'}); check the host name.",
+        reason=f"TLS certificate not trusted ({exc.verify_message or 'verification failed'})",
     )
 
 
@@ -561,14 +572,16 @@ def connect(
         except ssl.SSLError:
             raise AuthError(
                 f"The TLS handshake with {where} failed; check --tls and --port (implicit TLS "
-                "is usually port 993, STARTTLS port 143)."
+                "is usually port 993, STARTTLS port 143).",
+                reason="TLS handshake failed; check --tls and --port",
             ) from None
         except (OSError, IMAPClientError) as exc:
             last = exc
     if client is None:
         raise TransientError(
             f"Cannot connect to {where} ({_short(last) if last else 'no address'}); "
-            "the next sync will try again."
+            "the next sync will try again.",
+            reason=f"cannot connect: {_cause(last)}",
         )
     try:
         if config.tls == "starttls":
@@ -577,20 +590,25 @@ def connect(
             except ssl.SSLCertVerificationError as exc:
                 raise _bad_certificate(config, exc) from None
             except ssl.SSLError:
-                raise AuthError(f"The STARTTLS handshake with {where} failed.") from None
+                raise AuthError(
+                    f"The STARTTLS handshake with {where} failed.",
+                    reason="STARTTLS handshake failed",
+                ) from None
             except IMAPClientAbortError:
                 raise
             except IMAPClientError:
                 raise AuthError(
                     f"The server {where} does not offer STARTTLS; use --tls ssl (port 993) "
-                    "or, on a trusted network only, --tls none."
+                    "or, on a trusted network only, --tls none.",
+                    reason="the server does not offer STARTTLS; use --tls ssl",
                 ) from None
         try:
             client.login(config.login, password)
         except LoginError:
             raise AuthError(
                 f"The server {config.host} refused the login for {config.login!r}; check the "
-                "user name and password."
+                "user name and password.",
+                reason="the server refused the login; check the user name and password",
             ) from None
         client.normalise_times = False
         connection = ImapConnection(client, config)

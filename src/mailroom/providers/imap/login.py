@@ -1,10 +1,11 @@
 """Opening the IMAP connection of a stored account, and recording what the login said.
 
 The first sync decides whether an account's credentials work: a refused login
-(or a blocked host) turns the account's status to ``auth_error`` with the plain
-reason, and the error is raised; a later successful login returns it to
-``active``. A transient failure leaves the status alone. A ``disconnected``
-account is never contacted.
+(or a blocked host) turns the account's status to ``auth_error`` with the
+operator's reason (:func:`~mailroom.providers.base.failure_reason`), and the
+error is raised; a later successful login returns it to ``active`` and clears
+the reason. A transient failure or a missing master key leaves the status alone
+but records why. A ``disconnected`` account is never contacted.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from contextlib import contextmanager
 from sqlalchemy import update
 
 from mailroom.config import Settings, load_settings
-from mailroom.errors import ProviderError
-from mailroom.providers.base import AuthError
+from mailroom.errors import ConfigError, ProviderError
+from mailroom.providers.base import AuthError, TransientError, failure_reason, failure_status
 from mailroom.providers.imap.account import account_password, load_account
 from mailroom.providers.imap.connection import DEFAULT_TIMEOUT, ImapConnection, connect
 from mailroom.store.engine import Store
@@ -50,16 +51,21 @@ def open_connection(
             raise ProviderError(
                 f"The account {account.name!r} is disconnected; add it again to sync it."
             )
-        password = account_password(account, settings)
-        status = account.status
+        status, reason = account.status, account.status_reason
+    try:
+        password = account_password(account, settings)  # the row's fields are loaded
+    except ConfigError as exc:  # no master key, or the wrong one: the operator must act
+        set_status(store, account_id, status, str(exc))
+        raise
     try:
         conn = connect(
             config, password, allowed_hosts=settings.allowed_private_host_list, timeout=timeout
         )
-    except AuthError as exc:
-        set_status(store, account_id, "auth_error", str(exc))
+    except (AuthError, TransientError) as exc:
+        # The operator's reason (what is really wrong) is kept with the status.
+        set_status(store, account_id, failure_status(exc) or status, failure_reason(exc))
         raise
-    if status != "active":
+    if status != "active" or reason is not None:
         set_status(store, account_id, "active", None)
     return conn
 
