@@ -16,8 +16,8 @@ $(BIN)/.installed: pyproject.toml
 ## demo: install, import the shipped sample corpus into .mailroom-demo/, serve on :8025
 demo: $(BIN)/.installed
 	@$(BIN)/mailroom --data-dir $(DEMO_DIR) import samples/demo-maildir --account demo
-	@echo "Open http://$(HOST):$(PORT)/ ; for a JMAP client, first set a password:"
-	@echo "  $(BIN)/mailroom --data-dir $(DEMO_DIR) user add me --password-stdin"
+	@echo "To sign in (web page and JMAP), set a password for the demo user me, in another terminal:"
+	@echo "  $(BIN)/mailroom --data-dir $(DEMO_DIR) user add me --password-stdin   then open http://$(HOST):$(PORT)/ and sign in as me"
 	@$(BIN)/mailroom --data-dir $(DEMO_DIR) serve --host $(HOST) --port $(PORT)
 
 ## test: install, make sure PostgreSQL, Redis and Dovecot are there, run the suite
