@@ -14,6 +14,9 @@
                            the sign-in lock-out (10 per name, 30 per address, in
                            15 minutes); ``MAILROOM_WEB_SESSION_DAYS`` (30) how
                            long a web sign-in lasts.
+``MAILROOM_CORS_ORIGINS``  web pages (comma-separated origins such as
+                           ``https://webmail.example.org``) that may use JMAP from
+                           another site; any other Origin is refused (403).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Settings(BaseSettings):
     signin_max_failures_per_address: int = 30
     signin_lockout_minutes: int = 15
     web_session_days: int = 30  # a web sign-in lasts this long, then asks again
+    cors_origins: str = ""  # MAILROOM_CORS_ORIGINS: origins of web JMAP clients (CORS)
 
     @field_validator("data_dir")
     @classmethod
@@ -63,6 +67,11 @@ class Settings(BaseSettings):
     def allowed_private_host_list(self) -> list[str]:
         """The operator's SSRF allow-list, one entry per host name, address or network."""
         return [part for part in self.allowed_private_hosts.replace(",", " ").split() if part]
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        """The origins whose web pages may use JMAP (``scheme://host[:port]`` each)."""
+        return [part for part in self.cors_origins.replace(",", " ").split() if part]
 
     @property
     def resolved_database_url(self) -> str:

@@ -75,11 +75,15 @@ def free_port() -> int:
 
 
 def run_server(
-    store: Store, *, certfile: Path | None = None, keyfile: Path | None = None
+    store: Store,
+    *,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+    jmap: JmapConfig | None = None,
 ) -> Iterator[Server]:
     """Serve the app until the generator is closed; push streams end before shutdown."""
     port = free_port()
-    jmap = JmapConfig(poll_interval=0.05)
+    jmap = jmap or JmapConfig(poll_interval=0.05)
     config = uvicorn.Config(
         create_app(store, jmap=jmap),
         host="127.0.0.1",
@@ -308,4 +312,4 @@ def email_id(message_id: int) -> str:
     return f"M{message_id}"
 
 
-__all__ = ["BASE_TIME", "Jmap", "Person", "Server", "email_id", "seed"]
+__all__ = ["BASE_TIME", "Jmap", "Person", "Server", "email_id", "run_server", "seed"]

@@ -26,7 +26,9 @@ def test_unknown_capability_is_a_request_problem(client: Jmap) -> None:
 
 def test_not_json_and_not_a_request(client: Jmap) -> None:
     """Bytes that are not JSON are notJSON; JSON of the wrong shape is notRequest."""
-    raw = client.http.post(client.session["apiUrl"], content=b"{not json")
+    raw = client.http.post(
+        client.session["apiUrl"], content=b"{not json", headers={"content-type": "application/json"}
+    )
     _problem(raw, "notJSON")
     for document in (
         [],

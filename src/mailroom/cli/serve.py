@@ -89,7 +89,7 @@ def serve_command(
     from mailroom.web.app import create_app
 
     check_tls(tls_cert, tls_key)
-    jmap = JmapConfig()
+    jmap = JmapConfig(cors_origins=tuple(app.settings.cors_origin_list))
     if owner is not None:
         click.echo(
             "--owner is no longer used: the web page shows the mail of whoever signs in "

@@ -11,10 +11,20 @@ and properties asked for are parsed.
 ``bodyValues`` carry the part's decoded content as RFC 8621 defines it —
 for HTML that is the sender's HTML, which a client must sanitize before
 rendering (mailroom's own pages only ever show the sanitized copy).
+
+Memory: a client that gives no ``maxBodyValueBytes`` gets values cut at
+:data:`DEFAULT_MAX_BODY_VALUE_BYTES` (``isTruncated`` true; the whole part
+is its blob download), and parsing a message larger than
+:data:`HEAVY_MESSAGE_BYTES` waits for one of :data:`HEAVY_SLOTS` slots
+(:func:`heavy_work`), so parallel requests for one 30 MB message cost a
+few copies of it, not one per request.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import BytesParser
@@ -48,6 +58,26 @@ DEFAULT_BODY_PROPERTIES = (
 BODY_PROPERTIES = frozenset({*DEFAULT_BODY_PROPERTIES, "headers", "subParts"})
 
 _PARSER = BytesParser(policy=compat32)
+
+# The server's cut for body values when the client sets no maxBodyValueBytes
+# (RFC 8621 §4.2 leaves 0 to mean "no limit from the client"); a client that
+# wants more asks for it explicitly, or downloads the part's blob.
+DEFAULT_MAX_BODY_VALUE_BYTES = 1_000_000
+# Parsing a message costs several times its size (the raw bytes, the parsed
+# tree, the decoded text); above this size only HEAVY_SLOTS run at once.
+HEAVY_MESSAGE_BYTES = 1_000_000
+HEAVY_SLOTS = 2
+_heavy = threading.BoundedSemaphore(HEAVY_SLOTS)
+
+
+@contextmanager
+def heavy_work(size: int) -> Iterator[None]:
+    """Hold one of the few slots for parsing a large message (no wait for small ones)."""
+    if size <= HEAVY_MESSAGE_BYTES:
+        yield
+        return
+    with _heavy:
+        yield
 
 
 @dataclass
@@ -124,13 +154,23 @@ def body_part(
 
 
 def body_value(part: Part, max_bytes: int) -> dict[str, Any]:
-    """The EmailBodyValue of a text part, truncated to ``max_bytes`` UTF-8 bytes (0: whole)."""
+    """The EmailBodyValue of a text part, truncated to ``max_bytes`` UTF-8 bytes.
+
+    0 means the client set no limit: the server's
+    :data:`DEFAULT_MAX_BODY_VALUE_BYTES` applies.
+    """
+    limit = max_bytes or DEFAULT_MAX_BODY_VALUE_BYTES
     notes: list[str] = []
     text = part_text(part, notes)
-    truncated = False
-    if max_bytes and len(text.encode("utf-8")) > max_bytes:
-        text = text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+    # A character is at least one byte: cut the characters first so that a
+    # huge body is never encoded whole just to measure it.
+    truncated = len(text) > limit
+    if truncated:
+        text = text[:limit]
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) > limit:
         truncated = True
+        text = encoded[:limit].decode("utf-8", "ignore")
     problem = any("charset" in note or "decod" in note for note in notes)
     return {"value": text, "isEncodingProblem": problem, "isTruncated": truncated}
 

@@ -2,7 +2,16 @@
 
 A request is checked as a whole first — JSON, shape, known capabilities,
 the call limit — and answered with an RFC 7807 problem if any check fails
-(no method runs). Then each call runs in order, in its own database
+(no method runs).
+
+The body must be I-JSON (RFC 8620 §3.1, RFC 7493), or it is ``notJSON``:
+UTF-8, no ``NaN``/``Infinity`` or numbers beyond a double, no duplicate
+member names, no unpaired surrogates, and nested at most
+:data:`MAX_JSON_DEPTH` deep. The depth is measured on the bytes before
+decoding (RFC 8259 §9 lets a parser limit nesting), because Python's
+decoder recurses and a body of 100,000 ``[`` would exhaust its stack.
+
+Then each call runs in order, in its own database
 transaction (a later call sees an earlier call's writes, and a failed call
 undoes only itself):
 
@@ -22,6 +31,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +55,21 @@ from mailroom.store.engine import Store
 log = logging.getLogger(__name__)
 
 Handler = Callable[["Context", Session, dict[str, Any]], dict[str, Any]]
+
+# Nesting of the request JSON. A request, its calls and arguments take four
+# levels and a filter two per level (``filter`` allows 20), so 128 is ample
+# for any real client and far below what the recursive decoder and encoder
+# survive.
+MAX_JSON_DEPTH = 128
+# Tokens of a result-reference path; the pointer walk recurses once per token.
+MAX_POINTER_TOKENS = 64
+# RFC 8620 §1.3: Int and UnsignedInt are at most 2^53-1 in magnitude.
+MAX_INT = 2**53 - 1
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_OPEN = frozenset(b"[{")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +129,7 @@ class _BadPointer(Exception):
 def _tokens(path: str) -> list[str]:
     if path == "":
         return []
-    if not path.startswith("/"):
+    if not path.startswith("/") or path.count("/") > MAX_POINTER_TOKENS:
         raise _BadPointer
     return [token.replace("~1", "/").replace("~0", "~") for token in path[1:].split("/")]
 
@@ -137,7 +163,10 @@ def evaluate_pointer(document: Any, path: str) -> Any:
     try:
         return _walk(document, _tokens(path))
     except _BadPointer:
-        raise ValueError(f"the path {path!r} does not resolve") from None
+        shown = path if len(path) <= 80 else path[:77] + "..."
+        raise ValueError(
+            f"the path {shown!r} does not resolve (at most {MAX_POINTER_TOKENS} tokens)"
+        ) from None
 
 
 def _resolve(
@@ -197,6 +226,123 @@ def _is_request(document: Any) -> bool:
     )
 
 
+class _NotIJson(ValueError):
+    """The body is JSON but not I-JSON (the message says why)."""
+
+
+def _max_depth(brackets: bytes, limit: int) -> int:
+    depth = deepest = 0
+    for byte in brackets:
+        if byte in _OPEN:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
+def nesting_exceeds(body: bytes, limit: int) -> bool:
+    """Whether the JSON text nests arrays/objects deeper than ``limit`` (cheap, no decoding).
+
+    Most requests have fewer brackets than the limit and cost two counts.
+    Otherwise strings are cut out (a ``[`` inside one does not nest) and only
+    brackets kept, all in C; dropping the empty pairs ``[]`` then ``{}`` lowers
+    the depth by at most two, so only a count near the limit needs the full text.
+    """
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKET)
+    reduced = _max_depth(brackets.replace(b"[]", b"").replace(b"{}", b""), limit)
+    if reduced > limit:
+        return True
+    if reduced <= limit - 2:
+        return False
+    return _max_depth(brackets, limit) > limit
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotIJson(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotIJson(f"the number {text[:40]} is beyond the range of a double")
+    return value
+
+
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _NotIJson(f"the member name {name[:40]!r} occurs twice in one object")
+            seen.add(name)
+    return result
+
+
+def decode_ijson(body: bytes) -> Any:
+    """Decode an I-JSON body; ``notJSON`` :class:`Problem` saying why if it is not."""
+    if nesting_exceeds(body, MAX_JSON_DEPTH):
+        raise Problem(NOT_JSON, 400, f"The request is nested deeper than {MAX_JSON_DEPTH} levels.")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Problem(NOT_JSON, 400, "The request body is not UTF-8.") from None
+    try:
+        document = json.loads(
+            text,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+            object_pairs_hook=_unique_names,
+        )
+    except _NotIJson as exc:
+        raise Problem(NOT_JSON, 400, f"The request is not I-JSON: {exc}.") from None
+    except (ValueError, RecursionError) as exc:
+        raise Problem(NOT_JSON, 400, f"The request body is not JSON ({exc}).") from None
+    if _SURROGATE_ESCAPE.search(body):
+        # A lone \uD800 decodes to a str that cannot be encoded again (I-JSON
+        # forbids it); only bodies with such escapes pay for this check.
+        try:
+            json.dumps(document, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise Problem(
+                NOT_JSON, 400, "The request is not I-JSON: it has an unpaired surrogate."
+            ) from None
+    return document
+
+
+def check_media_type(value: str | None) -> None:
+    """RFC 8620 §3.1: an API request is ``application/json`` (charset UTF-8 if given)."""
+    media, _, params = (value or "").partition(";")
+    charset = "utf-8"
+    for param in params.split(";"):
+        name, _, given = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = given.strip().strip('"').lower()
+    if media.strip().lower() != "application/json" or charset not in ("utf-8", "utf8"):
+        shown = (value or "none")[:80]
+        raise Problem(
+            NOT_JSON,
+            400,
+            f"The Content-Type of a JMAP request must be application/json (UTF-8), not {shown}.",
+        )
+
+
+def request_too_large(limit: int) -> Problem:
+    """The ``maxSizeRequest`` limit problem."""
+    return Problem(
+        LIMIT,
+        400,
+        f"The request is larger than maxSizeRequest ({limit} octets).",
+        limit="maxSizeRequest",
+    )
+
+
 class Dispatcher:
     """Parses and runs API requests against the registered methods."""
 
@@ -217,16 +363,8 @@ class Dispatcher:
     def parse(self, body: bytes) -> dict[str, Any]:
         """The request document, or a :class:`Problem`."""
         if len(body) > self.limits.max_size_request:
-            raise Problem(
-                LIMIT,
-                400,
-                f"The request is larger than maxSizeRequest ({self.limits.max_size_request}).",
-                limit="maxSizeRequest",
-            )
-        try:
-            document = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise Problem(NOT_JSON, 400, "The request body is not UTF-8 JSON.") from None
+            raise request_too_large(self.limits.max_size_request)
+        document = decode_ijson(body)
         if not _is_request(document):
             raise Problem(
                 NOT_REQUEST,

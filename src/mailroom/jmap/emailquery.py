@@ -44,7 +44,7 @@ from sqlalchemy.orm import Session, aliased
 from mailroom.categories.cascade import CATEGORIES
 from mailroom.jmap import ids
 from mailroom.jmap.errors import MethodError, invalid_arguments
-from mailroom.jmap.methods.common import parse_utc_date
+from mailroom.jmap.methods.common import is_int, parse_utc_date
 from mailroom.store.models import Label, Message, MessageLabel, Thread, ThreadLabel
 from mailroom.store.search import match_clause
 
@@ -74,6 +74,15 @@ CONDITIONS = frozenset(
 TAB_CONDITIONS = frozenset({"category"})
 SORT_PROPERTIES = ("receivedAt",)
 
+# Bounds of one filter, so that a filter costs only its own request. SQLite
+# parses `a OR b OR …` into a tree one level per term and refuses more than
+# 1000 levels; each full-text condition is a subquery on the search index.
+# Past a bound the filter is `unsupportedFilter` (RFC 8620 §5.5: valid, but
+# the server cannot process it; the client should ask for a simpler search).
+MAX_FILTER_DEPTH = 20  # nested FilterOperators
+MAX_FILTER_TERMS = 500  # operators + conditions + inMailboxOtherThan entries
+MAX_TEXT_CONDITIONS = 50  # text and body conditions
+
 MessageLike = Any  # the Message entity or an alias of it
 
 
@@ -89,6 +98,16 @@ class EmailFilter:
         self.tabs = tabs
         self.simple_mailbox: int | None = None  # set when the filter is only inMailbox
         self._params = 0
+        self._terms = 0
+
+    def _count(self, terms: int) -> None:
+        self._terms += terms
+        if self._terms > MAX_FILTER_TERMS:
+            raise MethodError(
+                "unsupportedFilter",
+                f"The filter has more than {MAX_FILTER_TERMS} conditions, operators and "
+                "mailbox ids; simplify the search.",
+            )
 
     # -- keywords -------------------------------------------------------------
 
@@ -142,6 +161,12 @@ class EmailFilter:
             return true()
         sql, params = clause
         self._params += 1
+        if self._params > MAX_TEXT_CONDITIONS:
+            raise MethodError(
+                "unsupportedFilter",
+                f"The filter has more than {MAX_TEXT_CONDITIONS} text and body conditions; "
+                "simplify the search.",
+            )
         bound = {f"fts_{self._params}": params["fts"]}
         return text(sql.replace(":fts", f":fts_{self._params}")).bindparams(**bound)  # type: ignore[return-value]
 
@@ -177,6 +202,7 @@ class EmailFilter:
             elif key == "inMailboxOtherThan":
                 if not isinstance(value, list):
                     raise invalid_arguments("inMailboxOtherThan must be a list of Mailbox ids.")
+                self._count(len(value))
                 excluded = [self._mailbox_id(v, key) for v in value]
                 parts.append(
                     exists().where(
@@ -189,8 +215,8 @@ class EmailFilter:
             elif key == "after":
                 parts.append(Message.received_at >= parse_utc_date(value, key))
             elif key in ("minSize", "maxSize"):
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                    raise invalid_arguments(f"{key} must be an unsigned integer.")
+                if not is_int(value, minimum=0):
+                    raise invalid_arguments(f"{key} must be an unsigned integer (at most 2^53-1).")
                 parts.append(Message.size >= value if key == "minSize" else Message.size < value)
             elif key == "hasKeyword":
                 parts.append(self.keyword(Message, value))
@@ -238,10 +264,15 @@ class EmailFilter:
         return and_(scope, self._node(node, 0))
 
     def _node(self, node: object, depth: int) -> ColumnElement[bool]:
-        if depth > 20:
-            raise invalid_arguments("The filter is nested too deeply.")
+        if depth > MAX_FILTER_DEPTH:
+            raise MethodError(
+                "unsupportedFilter",
+                f"The filter is nested deeper than {MAX_FILTER_DEPTH} operators; "
+                "simplify the search.",
+            )
         if not isinstance(node, dict):
             raise invalid_arguments("A filter must be an object.")
+        self._count(1)
         if "operator" not in node:
             return self.condition(node)
         operator, conditions = node.get("operator"), node.get("conditions")

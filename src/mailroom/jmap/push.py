@@ -14,6 +14,10 @@ its state is now greater than N; a client reconnecting with
 types that moved while it was away. A fresh connection first sends a bare
 ``id:`` line (no event) so even a client that saw no event can resume.
 
+A user has at most ``max_push_streams`` streams open at once
+(:class:`StreamSlots`; ``JmapConfig``): each one is a connection and a
+poll, so the next one is a 429 ``limit`` problem until one closes.
+
 ``types`` is ``*`` or a comma list (unknown names are ignored, as RFC 8620
 allows); ``closeafter=state`` ends the response after the first state
 event; ``ping`` (seconds, clamped to 1..3600, 0 = none) sends
@@ -26,14 +30,18 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from mailroom.jmap import ids
 from mailroom.jmap.changes import States, current_states
-from mailroom.jmap.errors import Problem
+from mailroom.jmap.errors import LIMIT, Problem
 from mailroom.store.engine import Store
 
 PUSH_TYPES = ("Email", "Mailbox", "Thread")
@@ -69,6 +77,51 @@ def parse_request(
         interval = min(max(interval, MIN_PING), MAX_PING)
     resume = int(last_event_id) if last_event_id and last_event_id.strip().isdigit() else None
     return StreamRequest(chosen, closeafter == "state", interval, resume)
+
+
+class StreamSlots:
+    """How many push streams each user has open, at most ``per_user``."""
+
+    def __init__(self, per_user: int) -> None:
+        self.per_user = per_user
+        self._open: Counter[int] = Counter()
+        self._lock = threading.Lock()
+
+    def take(self, user_id: int) -> None:
+        """Count one more stream of the user, or raise the 429 ``limit`` problem."""
+        with self._lock:
+            if self._open[user_id] >= self.per_user:
+                raise Problem(
+                    LIMIT,
+                    429,
+                    f"At most {self.per_user} push (EventSource) connections per user are open "
+                    "at once; close one first.",
+                    limit="maxConcurrentPushStreams",
+                )
+            self._open[user_id] += 1
+
+    def give_back(self, user_id: int) -> None:
+        """The user's stream has ended."""
+        with self._lock:
+            self._open[user_id] -= 1
+            if self._open[user_id] <= 0:
+                del self._open[user_id]
+
+
+class CountedStream(StreamingResponse):
+    """A streaming response that calls ``release`` once it has ended, however it ended."""
+
+    def __init__(self, content: Any, release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._release: Callable[[], None] | None = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
 
 def _state_event(account: str, changed: dict[str, int], event_id: int) -> str:

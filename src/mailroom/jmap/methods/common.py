@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from mailroom.jmap.dispatcher import Context
+from mailroom.jmap.dispatcher import MAX_INT, Context
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.store.changelog import ChangeSet
 
@@ -54,13 +54,19 @@ def requested_properties(
     return chosen
 
 
+def is_int(value: object, *, minimum: int = -MAX_INT) -> bool:
+    """Whether ``value`` is a JMAP Int (RFC 8620 §1.3: at most 2^53-1 either way) >= ``minimum``."""
+    return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= MAX_INT
+
+
 def max_changes(args: dict[str, Any]) -> int | None:
     """The ``maxChanges`` argument: a positive integer or None."""
     value = args.get("maxChanges")
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise invalid_arguments("maxChanges must be a positive integer or null.")
+    if not is_int(value, minimum=1):
+        raise invalid_arguments("maxChanges must be a positive integer (at most 2^53-1) or null.")
+    assert isinstance(value, int)
     return value
 
 
@@ -69,8 +75,9 @@ def unsigned(args: dict[str, Any], key: str, default: int) -> int:
     value = args.get(key, default)
     if value is None:
         return default
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise invalid_arguments(f"{key} must be an unsigned integer.")
+    if not is_int(value, minimum=0):
+        raise invalid_arguments(f"{key} must be an unsigned integer (at most 2^53-1).")
+    assert isinstance(value, int)
     return value
 
 
@@ -79,8 +86,9 @@ def integer(args: dict[str, Any], key: str, default: int) -> int:
     value = args.get(key, default)
     if value is None:
         return default
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise invalid_arguments(f"{key} must be an integer.")
+    if not is_int(value):
+        raise invalid_arguments(f"{key} must be an integer between -(2^53-1) and 2^53-1.")
+    assert isinstance(value, int)
     return value
 
 

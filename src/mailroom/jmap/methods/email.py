@@ -14,7 +14,8 @@ drafts and imports exist.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import closing
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -26,9 +27,11 @@ from mailroom.jmap import ids
 from mailroom.jmap.bodies import (
     BODY_PROPERTIES,
     DEFAULT_BODY_PROPERTIES,
+    HEAVY_MESSAGE_BYTES,
     Structure,
     body_part,
     body_value,
+    heavy_work,
     parse_structure,
 )
 from mailroom.jmap.changes import current_states, parse_state
@@ -42,6 +45,7 @@ from mailroom.jmap.methods.common import (
     changes_response,
     get_response,
     integer,
+    is_int,
     max_changes,
     requested_ids,
     requested_properties,
@@ -84,6 +88,8 @@ DEFAULT_PROPERTIES = (
 PROPERTIES = frozenset({*DEFAULT_PROPERTIES, "headers", "bodyStructure"})
 TAB_PROPERTIES = frozenset({"category"})
 _HEADER_PROPERTIES = frozenset({"inReplyTo", "references", "sender", "headers"})
+# Small raw messages are read together up to this many bytes per query.
+_RAW_BATCH_BYTES = 4_000_000
 _BODY_PROPERTIES = frozenset({"bodyStructure", "bodyValues", "textBody", "htmlBody", "attachments"})
 _HEADER_FORMS = frozenset({"asRaw", "asText", "asAddresses", "asMessageIds", "asDate", "asURLs"})
 
@@ -205,14 +211,6 @@ class EmailReader:
         headers: dict[int, list[list[str]]] = {}
         if wanted & _HEADER_PROPERTIES or any(p.startswith("header:") for p in wanted):
             headers = stored_headers(self.session, found)
-        structures: dict[int, Structure] = {}
-        if wanted & _BODY_PROPERTIES:
-            for mid, data in self.session.execute(
-                select(Message.id, Blob.data)
-                .join(Blob, Blob.sha256 == Message.raw_sha256)
-                .where(Message.id.in_(found))
-            ):
-                structures[mid] = parse_structure(mid, data)
         categories: dict[int, str | None] = {}
         if self.tabs and "category" in wanted:
             from mailroom.store.models import Thread
@@ -285,17 +283,72 @@ class EmailReader:
                 elif name == "category":
                     obj[name] = categories.get(mid)
                 elif name in _BODY_PROPERTIES:
-                    obj[name] = self._body(
-                        structures.get(mid),
-                        name,
-                        tuple(body_properties),
-                        fetch_text,
-                        fetch_html,
-                        fetch_all,
-                        max_bytes,
-                    )
+                    obj[name] = None  # filled below, one message at a time
             out[mid] = obj
+        body_names = [name for name in properties if name in _BODY_PROPERTIES]
+        if body_names:
+            seen: set[int] = set()
+            # closing(): a large message's heavy-work slot is held across the
+            # yield and must be released even if building its parts fails.
+            with closing(self._raw_messages(found)) as raws:
+                for mid, data in raws:
+                    seen.add(mid)
+                    structure = parse_structure(mid, data)
+                    for name in body_names:
+                        out[mid][name] = self._body(
+                            structure,
+                            name,
+                            tuple(body_properties),
+                            fetch_text,
+                            fetch_html,
+                            fetch_all,
+                            max_bytes,
+                        )
+                    del structure, data
+            for mid in set(found) - seen:  # no raw bytes kept
+                for name in body_names:
+                    out[mid][name] = self._body(
+                        None, name, (), fetch_text, fetch_html, fetch_all, max_bytes
+                    )
         return out
+
+    def _raw_messages(self, message_ids: list[int]) -> Generator[tuple[int, bytes], None, None]:
+        """The raw bytes of messages, read a few megabytes at a time.
+
+        A large message is read alone while holding a heavy-work slot, so
+        several requests for it never hold more than a few copies at once.
+        """
+        sizes = self.session.execute(
+            select(Message.id, Blob.size)
+            .join(Blob, Blob.sha256 == Message.raw_sha256)
+            .where(Message.id.in_(message_ids))
+        ).all()
+        batch: list[int] = []
+        total = 0
+        for mid, size in sizes:
+            if size > HEAVY_MESSAGE_BYTES:
+                with heavy_work(size):
+                    yield from self._read_raw([mid])
+                continue
+            if batch and total + size > _RAW_BATCH_BYTES:
+                yield from self._read_raw(batch)
+                batch, total = [], 0
+            batch.append(mid)
+            total += size
+        if batch:
+            yield from self._read_raw(batch)
+
+    def _read_raw(self, message_ids: list[int]) -> Iterator[tuple[int, bytes]]:
+        rows = list(
+            self.session.execute(
+                select(Message.id, Blob.data)
+                .join(Blob, Blob.sha256 == Message.raw_sha256)
+                .where(Message.id.in_(message_ids))
+            ).all()
+        )
+        while rows:  # pop: each message's bytes are freed once it is done
+            mid, data = rows.pop()
+            yield mid, data
 
     @staticmethod
     def _body(
@@ -412,8 +465,8 @@ def email_query(context: Context, session: Session, args: dict[str, Any]) -> dic
             raise MethodError("anchorNotFound", "The anchor is not in the results.")
     cap = context.limits.max_query_limit
     asked = args.get("limit")
-    if asked is not None and (not isinstance(asked, int) or isinstance(asked, bool) or asked < 0):
-        raise invalid_arguments("limit must be an unsigned integer.")
+    if asked is not None and not is_int(asked, minimum=0):
+        raise invalid_arguments("limit must be an unsigned integer (at most 2^53-1).")
     limit = cap if asked is None else min(asked, cap)
     want_total = boolean(args, "calculateTotal")
     result = search.page(

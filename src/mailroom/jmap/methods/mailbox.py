@@ -183,7 +183,10 @@ def _filter(label: Label, node: object) -> bool:
     if not isinstance(node, dict):
         raise invalid_arguments("A filter must be an object.")
     if "operator" in node:
-        results = [_filter(label, c) for c in node.get("conditions") or []]
+        conditions = node.get("conditions")
+        if not isinstance(conditions, list):
+            raise invalid_arguments("A FilterOperator needs a list of conditions.")
+        results = [_filter(label, c) for c in conditions]
         operator = node["operator"]
         if operator == "AND":
             return all(results)

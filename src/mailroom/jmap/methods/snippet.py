@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.jmap import ids
 from mailroom.jmap.dispatcher import Context
+from mailroom.jmap.emailquery import MAX_FILTER_TERMS
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.scope import owned_by
 from mailroom.store.models import Message, MessageBody
@@ -28,8 +29,11 @@ PREVIEW_CHARS = 255
 def _terms(node: object, out: list[str]) -> None:
     if isinstance(node, dict):
         if "operator" in node:
+            conditions = node.get("conditions")
+            if not isinstance(conditions, list):
+                raise invalid_arguments("A FilterOperator needs a list of conditions.")
             if node["operator"] != "NOT":
-                for condition in node.get("conditions") or []:
+                for condition in conditions:
                     _terms(condition, out)
             return
         for key in ("text", "subject", "body"):
@@ -84,6 +88,12 @@ def snippet_get(context: Context, session: Session, args: dict[str, Any]) -> dic
         raise MethodError("requestTooLarge", "Too many emailIds in one call.")
     terms: list[str] = []
     _terms(args.get("filter"), terms)
+    if len(terms) > MAX_FILTER_TERMS:
+        # One regular expression alternative per word: keep it as bounded as Email/query.
+        raise MethodError(
+            "unsupportedFilter",
+            f"The filter has more than {MAX_FILTER_TERMS} words; simplify the search.",
+        )
     pattern = _pattern(terms)
     parsed = {value: ids.parse_email(value) for value in wanted}
     rows = {
