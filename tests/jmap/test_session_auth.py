@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
+from datetime import timedelta
 
 import httpx
 import pytest
 
-from mailroom.jmap.auth import hash_password, set_password, verify_password
+from mailroom.jmap import auth as auth_module
+from mailroom.jmap.auth import (
+    Authenticator,
+    SignInLimiter,
+    create_token,
+    hash_password,
+    set_password,
+    verify_password,
+)
 from mailroom.store.engine import Store
+from mailroom.store.models import utcnow
+from mailroom.web.app import create_app
+from tests.helpers import make_account
 from tests.jmap.conftest import CORE, MAIL, PASSWORD, Jmap, Person, Server
+from tests.web.conftest import POLICY, Clock, serve
 
 
 def test_session_has_absolute_urls_capabilities_and_one_account(
@@ -97,3 +111,79 @@ def test_upload_is_refused_plainly(server: Server, alice: Person, path: str) -> 
     assert answer.status_code == 403
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert "upload" in answer.json()["detail"]
+
+
+@pytest.fixture
+def clock() -> Clock:
+    """The sign-in limiter's clock."""
+    return Clock()
+
+
+@pytest.fixture
+def locking(store: Store, clock: Clock) -> Iterator[str]:
+    """The app with a small lock-out (5 per name, 8 per address) on the test clock."""
+    auth = Authenticator(store, SignInLimiter(store, POLICY, clock=clock))
+    yield from serve(create_app(store, auth=auth))
+
+
+def test_basic_failures_answer_429_with_retry_after_until_the_window_passes(
+    locking: str, alice: Person, clock: Clock
+) -> None:
+    """After 5 wrong passwords Basic gets 429 + Retry-After, a token still works; then it clears."""
+    url = f"{locking}/.well-known/jmap"
+    for _ in range(POLICY.max_failures_per_name):
+        assert httpx.get(url, auth=("alice", "wrong")).status_code == 401
+    for credentials in (("alice", "wrong"), ("alice", PASSWORD)):
+        locked = httpx.get(url, auth=credentials)
+        assert locked.status_code == 429
+        assert 0 < int(locked.headers["retry-after"]) <= 15 * 60
+        assert "Too many failed sign-ins" in locked.json()["detail"]
+    api = httpx.post(
+        f"{locking}/jmap/api", auth=("alice", PASSWORD), json={"using": [CORE], "methodCalls": []}
+    )
+    assert api.status_code == 429 and "retry-after" in api.headers
+    bearer = {"Authorization": f"Bearer {alice.token}"}
+    assert httpx.get(url, headers=bearer).status_code == 200
+    clock.advance(POLICY.window + timedelta(seconds=1))
+    assert httpx.get(url, auth=("alice", PASSWORD)).status_code == 200
+
+
+def test_one_address_trying_many_names_is_locked_for_basic(locking: str, alice: Person) -> None:
+    """Failures spread over many names from one address lock Basic for every name there."""
+    url = f"{locking}/.well-known/jmap"
+    for number in range(POLICY.max_failures_per_address):
+        assert httpx.get(url, auth=(f"guess{number}", "x")).status_code == 401
+    assert httpx.get(url, auth=("alice", PASSWORD)).status_code == 429
+
+
+def test_unknown_users_cost_one_scrypt_check_like_real_ones(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wrong password, unknown name, user without password: verify_password runs once each."""
+    make_account(store, owner="nopassword")
+    with store.session() as session:
+        set_password(session, "alice", PASSWORD)
+    checked: list[str] = []
+
+    def counting(password: str, stored: str | None) -> bool:
+        checked.append(password)
+        return verify_password(password, stored)
+
+    monkeypatch.setattr(auth_module, "verify_password", counting)
+    auth = Authenticator(store)
+    for name in ("alice", "nobody", "nopassword"):
+        checked.clear()
+        assert auth.sign_in(name, f"wrong-{name}") is None
+        assert checked == [f"wrong-{name}"], name
+    dummy = auth_module._dummy_hash().split("$")
+    assert dummy[:4] == ["scrypt", str(auth_module.SCRYPT_N), "8", "1"]
+
+
+def test_an_expired_token_is_refused(store: Store, server: Server, alice: Person) -> None:
+    """A token past its expiry answers 401 like an unknown one; an unexpired one works."""
+    with store.session() as session:
+        old = create_token(session, "alice", "old", expires_at=utcnow() - timedelta(seconds=1))
+        fresh = create_token(session, "alice", "new", expires_at=utcnow() + timedelta(days=1))
+    url = f"{server.base}/.well-known/jmap"
+    assert httpx.get(url, headers={"Authorization": f"Bearer {old}"}).status_code == 401
+    assert httpx.get(url, headers={"Authorization": f"Bearer {fresh}"}).status_code == 200
