@@ -16,10 +16,17 @@ reaches their own account: another account id is ``accountNotFound`` /
 404, another user's object ids are ``notFound``. Database work runs in the
 thread pool, so open push streams never wait behind a slow query.
 
+A request whose ``Origin`` is another site's is refused (403) unless the
+operator allow-lists it (``jmap.cors``); API bodies must be
+``application/json`` (``notJSON`` otherwise) and at most maxSizeRequest,
+checked before they are read. A client that leaves mid-body costs one log
+line. Each user has at most ``max_push_streams`` push streams open.
+
 Downloads are served as attachments with ``X-Content-Type-Options:
 nosniff`` and a ``sandbox`` Content-Security-Policy, whatever type the
 client asked for: a message part is the sender's content and must never
-run as this site's page.
+run as this site's page. Raw messages stream from the database in chunks
+(:data:`DOWNLOAD_CHUNK` bytes per query) with their exact Content-Length.
 """
 
 from __future__ import annotations
@@ -28,22 +35,24 @@ import logging
 import re
 import threading
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from mailroom.jmap import ids
 from mailroom.jmap.auth import Authenticator, LockedOut, Principal
-from mailroom.jmap.bodies import find_part, parse_structure, part_content
-from mailroom.jmap.dispatcher import Dispatcher, Limits
+from mailroom.jmap.bodies import find_part, heavy_work, parse_structure, part_content
+from mailroom.jmap.cors import Endpoint, OriginPolicy
+from mailroom.jmap.dispatcher import Dispatcher, Limits, check_media_type, request_too_large
 from mailroom.jmap.errors import LIMIT, Problem
 from mailroom.jmap.methods import METHODS
-from mailroom.jmap.push import event_stream, parse_request
+from mailroom.jmap.push import CountedStream, StreamSlots, event_stream, parse_request
 from mailroom.jmap.session import CAPABILITIES, session_document, session_state
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Message
@@ -62,6 +71,9 @@ class JmapConfig:
 
     poll_interval: float = 0.5  # seconds between change-log polls of a push stream
     limits: Limits = field(default_factory=Limits)
+    # Web pages on these origins may use JMAP (CORS); MAILROOM_CORS_ORIGINS.
+    cors_origins: tuple[str, ...] = ()
+    max_push_streams: int = 8  # open EventSource connections per user
     # Set when the server shuts down: open push streams end at their next poll.
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -84,6 +96,25 @@ def _client(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
+# Bytes per database read of a streamed raw-message download.
+DOWNLOAD_CHUNK = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A blob to send: a stored raw message (``sha256``) or a part's decoded ``content``."""
+
+    sha256: str | None
+    size: int
+    content: bytes | None
+    ctype: str
+    filename: str | None
+
+
+def _peer(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else "(unknown)"
+
+
 class JmapServer:
     """The JMAP endpoints over one store."""
 
@@ -98,6 +129,7 @@ class JmapServer:
         )
         self._running: Counter[int] = Counter()
         self._lock = threading.Lock()
+        self._streams = StreamSlots(self.config.max_push_streams)
 
     def _identify(self, header: str, address: str | None) -> Principal | Response:
         """The principal, or the 401/429 answer to send instead."""
@@ -131,7 +163,15 @@ class JmapServer:
         header = request.headers.get("authorization")
         if not header:
             return _unauthorized()
-        body = await request.body()
+        try:
+            check_media_type(request.headers.get("content-type"))
+            body = await self._read_body(request)
+        except Problem as problem:
+            return problem.response()
+        except ClientDisconnect:
+            # Nobody is left to answer; one line instead of a traceback.
+            log.info("JMAP client %s left before sending its whole request", _peer(request))
+            return Response(status_code=499)
         return await run_in_threadpool(self._api, header, body, _client(request))
 
     def _api(self, header: str, body: bytes, address: str | None = None) -> Response:
@@ -162,26 +202,72 @@ class JmapServer:
                     del self._running[user]
         return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
-    def _blob(self, user_id: int, blob: str) -> tuple[bytes, str, str | None] | None:
+    async def _read_body(self, request: Request) -> bytes:
+        """The body, refused before it is read (or as soon as it grows) past maxSizeRequest."""
+        most = self.config.limits.max_size_request
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > most:
+            raise request_too_large(most)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > most:
+                raise request_too_large(most)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _blob(self, user_id: int, blob: str) -> _Found | None:
+        """What a blob id names: a raw message (its digest and size) or a part's bytes."""
         parsed = ids.parse_blob(blob)
         if parsed is None:
             return None
         message_id, path = parsed
         with self.store.session() as session:
-            data = session.scalar(
-                select(Blob.data)
+            row = session.execute(
+                select(Blob.sha256, Blob.size)
                 .join(Message, Message.raw_sha256 == Blob.sha256)
                 .where(Message.id == message_id, Message.user_id == user_id)
+            ).first()
+            if row is None:
+                return None
+            if path is None:
+                return _Found(row.sha256, row.size, None, "message/rfc822", None)
+            with heavy_work(row.size):
+                data = session.scalar(select(Blob.data).where(Blob.sha256 == row.sha256))
+                if data is None:
+                    return None
+                structure = parse_structure(message_id, data)
+                part = find_part(structure, path)
+                if part is None:
+                    return None
+                content = part_content(structure, part)
+        return _Found(None, len(content), content, part.ctype, part.filename)
+
+    def _chunk(self, sha256: str, offset: int) -> bytes:
+        """DOWNLOAD_CHUNK bytes of a raw message from ``offset`` (substr counts from 1)."""
+        with self.store.session() as session:
+            data = session.scalar(
+                select(func.substr(Blob.data, offset + 1, DOWNLOAD_CHUNK)).where(
+                    Blob.sha256 == sha256
+                )
             )
-        if data is None:
-            return None
-        if path is None:
-            return data, "message/rfc822", None
-        structure = parse_structure(message_id, data)
-        part = find_part(structure, path)
-        if part is None:
-            return None
-        return part_content(structure, part), part.ctype, part.filename
+        return bytes(data or b"")
+
+    async def _stream(self, found: _Found) -> AsyncIterator[bytes]:
+        if found.content is not None:
+            view = memoryview(found.content)
+            for start in range(0, len(view), DOWNLOAD_CHUNK):
+                yield bytes(view[start : start + DOWNLOAD_CHUNK])
+            return
+        assert found.sha256 is not None
+        offset = 0
+        while offset < found.size:
+            chunk = await run_in_threadpool(self._chunk, found.sha256, offset)
+            if not chunk:  # the blob went away meanwhile: the client sees a short body
+                return
+            yield chunk
+            offset += len(chunk)
 
     async def download(self, request: Request) -> Response:
         """GET /jmap/download/{accountId}/{blobId}/{name}?accept=type."""
@@ -195,14 +281,14 @@ class JmapServer:
         found = await run_in_threadpool(self._blob, principal.user_id, params["blobId"])
         if found is None:
             return missing.response()
-        data, ctype, filename = found
         asked = request.query_params.get("accept") or request.query_params.get("type")
-        media_type = asked if asked and _MEDIA_TYPE.fullmatch(asked) else ctype
-        name = params.get("name") or filename or "download"
-        return Response(
-            data,
+        media_type = asked if asked and _MEDIA_TYPE.fullmatch(asked) else found.ctype
+        name = params.get("name") or found.filename or "download"
+        return StreamingResponse(
+            self._stream(found),
             media_type=media_type,
             headers={
+                "Content-Length": str(found.size),
                 "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}",
                 "X-Content-Type-Options": "nosniff",
                 "Content-Security-Policy": "sandbox; default-src 'none'",
@@ -234,9 +320,11 @@ class JmapServer:
                 query.get("ping"),
                 request.headers.get("last-event-id"),
             )
+            self._streams.take(principal.user_id)
         except Problem as problem:
             return problem.response()
-        return StreamingResponse(
+        user_id = principal.user_id
+        return CountedStream(
             event_stream(
                 self.store,
                 principal.user_id,
@@ -244,6 +332,7 @@ class JmapServer:
                 self.config.poll_interval,
                 self.config.stopping,
             ),
+            lambda: self._streams.give_back(user_id),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -254,12 +343,18 @@ def jmap_routes(
 ) -> list[BaseRoute]:
     """The JMAP routes, to add to a Starlette application (``auth`` shared with the web)."""
     server = JmapServer(store, config, auth)
+    policy = OriginPolicy(server.config.cors_origins)
+
+    def route(path: str, endpoint: Endpoint, method: str) -> Route:
+        # Every JMAP endpoint is behind the Origin rule, and answers the CORS preflight.
+        return Route(path, policy.guard(endpoint, [method]), methods=[method, "OPTIONS"])
+
     return [
-        Route("/.well-known/jmap", server.session, methods=["GET"]),
-        Route("/jmap/session", server.session, methods=["GET"]),
-        Route("/jmap/api", server.api, methods=["POST"]),
-        Route("/jmap/api/", server.api, methods=["POST"]),
-        Route("/jmap/download/{accountId}/{blobId}/{name}", server.download, methods=["GET"]),
-        Route("/jmap/upload/{accountId}", server.upload, methods=["POST"]),
-        Route("/jmap/eventsource", server.eventsource, methods=["GET"]),
+        route("/.well-known/jmap", server.session, "GET"),
+        route("/jmap/session", server.session, "GET"),
+        route("/jmap/api", server.api, "POST"),
+        route("/jmap/api/", server.api, "POST"),
+        route("/jmap/download/{accountId}/{blobId}/{name}", server.download, "GET"),
+        route("/jmap/upload/{accountId}", server.upload, "POST"),
+        route("/jmap/eventsource", server.eventsource, "GET"),
     ]
