@@ -7,8 +7,11 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from sqlalchemy import select
 
+from mailroom.jmap.auth import name_key
 from mailroom.store.engine import Store
+from mailroom.store.models import SignInFailure
 from tests.web.conftest import POLICY, Clock, add_user, browser, sign_in
 
 
@@ -33,13 +36,16 @@ def test_too_many_wrong_passwords_lock_the_name_until_the_window_passes(
 
 
 def test_unknown_names_lock_the_same_way(store: Store, server: str) -> None:
-    """A name that does not exist is locked after as many failures as a real one (no tell)."""
+    """A name that does not exist locks after as many failures as a real one; stored hashed."""
     with browser(server) as client:
         answers = [
             sign_in(client, server, "nobody", "x").status_code
             for _ in range(POLICY.max_failures_per_name + 1)
         ]
     assert answers == [401] * POLICY.max_failures_per_name + [429]
+    with store.session() as session:
+        keys = set(session.scalars(select(SignInFailure.key)))
+    assert keys == {name_key("nobody"), "addr:127.0.0.1"}  # names only as digests
 
 
 def test_one_address_guessing_many_names_is_locked(store: Store, server: str) -> None:
@@ -65,7 +71,7 @@ def test_a_lock_out_is_logged_once_to_the_operator_log(
         for r in caplog.records
         if r.name == "mailroom.operator" and "lock-out" in r.getMessage()
     ]
-    assert len(lines) == 1 and "name:alice" in lines[0] and "127.0.0.1" in lines[0]
+    assert len(lines) == 1 and "user name 'alice'" in lines[0] and "127.0.0.1" in lines[0]
 
 
 def test_jmap_failures_count_for_the_web_sign_in(store: Store, server: str) -> None:

@@ -18,8 +18,9 @@ like an unknown one. ``last_used_at`` is written at most every 10 minutes.
 
 Sign-in lock-out (web sign-in and JMAP Basic share it, through
 :meth:`Authenticator.sign_in`): every password check first records a failure
-row under two keys, ``name:<user name>`` and ``addr:<client address>`` (an
-IPv6 client counts by its /64, which one attacker usually holds whole), and
+row under two keys, ``name:<SHA-256 of the user name>`` and
+``addr:<client address>`` (an IPv6 client counts by its /64, which one
+attacker usually holds whole), and
 deletes it again when the password is right. So parallel guesses see each
 other, and a check that crashes counts as failed. A key with
 ``max_failures_per_name`` / ``max_failures_per_address`` failures inside the
@@ -161,6 +162,11 @@ def _dummy_hash() -> str:
     return hash_password(secrets.token_urlsafe(16))
 
 
+def name_key(name: str) -> str:
+    """The limiter key of a user name: its digest (a name field may hold a password)."""
+    return "name:" + hashlib.sha256(name.encode()).hexdigest()
+
+
 def address_key(address: str | None) -> str:
     """The limiter key of a client address (an IPv6 address counts by its /64)."""
     if not address:
@@ -168,7 +174,7 @@ def address_key(address: str | None) -> str:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
-        return f"addr:{address[:200]}"
+        return "addr:#" + hashlib.sha256(address.encode()).hexdigest()[:64]
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return f"addr:{ip.ipv4_mapped}"
@@ -215,10 +221,15 @@ class SignInLimiter:
         self.policy = policy or LockoutPolicy()
         self.clock = clock
 
-    def _limits(self, name: str, address: str | None) -> list[tuple[str, int]]:
+    def _limits(self, name: str, address: str | None) -> list[tuple[str, int, str]]:
+        """(key, limit, how the operator log names it) for the name and the address."""
         return [
-            (f"name:{name[:200]}", self.policy.max_failures_per_name),
-            (address_key(address), self.policy.max_failures_per_address),
+            (name_key(name), self.policy.max_failures_per_name, f"user name {name[:100]!r}"),
+            (
+                address_key(address),
+                self.policy.max_failures_per_address,
+                f"address {address or 'unknown'}",
+            ),
         ]
 
     def retry_after(self, name: str, address: str | None) -> int | None:
@@ -227,7 +238,7 @@ class SignInLimiter:
         cutoff = now - self.policy.window
         wait = 0.0
         with self.store.session() as session:
-            for key, limit in self._limits(name, address):
+            for key, limit, _ in self._limits(name, address):
                 recent = session.scalars(
                     select(SignInFailure.failed_at)
                     .where(SignInFailure.key == key, SignInFailure.failed_at > cutoff)
@@ -243,7 +254,7 @@ class SignInLimiter:
     def begin(self, name: str, address: str | None) -> list[int]:
         """Count an attempt as failed until :meth:`succeeded`; the ids of its rows."""
         now = self.clock()
-        rows = [SignInFailure(key=key, failed_at=now) for key, _ in self._limits(name, address)]
+        rows = [SignInFailure(key=key, failed_at=now) for key, _, _ in self._limits(name, address)]
         with self.store.session() as session:
             # Rows that left the window count for nothing; keep the table small.
             session.execute(
@@ -262,7 +273,7 @@ class SignInLimiter:
         """The password was wrong (already counted); log a lock-out it starts."""
         cutoff = self.clock() - self.policy.window
         with self.store.session() as session:
-            for key, limit in self._limits(name, address):
+            for key, limit, label in self._limits(name, address):
                 count = len(
                     session.scalars(
                         select(SignInFailure.id)
@@ -276,7 +287,7 @@ class SignInLimiter:
                         "sign-in lock-out: %s had %d failed sign-ins within %d minutes "
                         "(last from %s); password sign-ins under it are refused for up to "
                         "%d minutes",
-                        key,
+                        label,
                         count,
                         minutes,
                         address or "an unknown address",

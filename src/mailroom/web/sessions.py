@@ -61,7 +61,7 @@ def start_session(
                 user_id=user_id,
                 token_sha256=_digest(token),
                 csrf_token=secrets.token_urlsafe(32),
-                user_agent=user_agent[:200],
+                user_agent=user_agent,
                 created_at=now,
                 last_seen_at=now,
                 expires_at=now + lifetime,

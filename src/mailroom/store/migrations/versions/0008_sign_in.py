@@ -31,7 +31,7 @@ def upgrade() -> None:
         sa.Column("user_id", ID, nullable=False),
         sa.Column("token_sha256", sa.String(64), nullable=False),
         sa.Column("csrf_token", sa.String(64), nullable=False),
-        sa.Column("user_agent", sa.String(200), nullable=False),
+        sa.Column("user_agent", sa.Text(), nullable=False),
         sa.Column("created_at", STAMP, nullable=False),
         sa.Column("last_seen_at", STAMP, nullable=False),
         sa.Column("expires_at", STAMP, nullable=False),
@@ -49,13 +49,11 @@ def upgrade() -> None:
     op.create_table(
         "sign_in_failures",
         sa.Column("id", ID, nullable=False),
-        sa.Column("key", sa.String(250), nullable=False),
+        sa.Column("key", sa.String(80), nullable=False),
         sa.Column("failed_at", STAMP, nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_sign_in_failures")),
     )
-    op.create_index(
-        "ix_sign_in_failures_key_failed_at", "sign_in_failures", ["key", "failed_at"]
-    )
+    op.create_index("ix_sign_in_failures_key_failed_at", "sign_in_failures", ["key", "failed_at"])
     op.create_index(op.f("ix_sign_in_failures_failed_at"), "sign_in_failures", ["failed_at"])
 
 
