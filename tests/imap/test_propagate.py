@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 from imapclient import IMAPClient
 from sqlalchemy import select, update
 
@@ -10,7 +13,7 @@ from mailroom.labels.operations import Operations
 from mailroom.providers.imap import propagate_pending, sync_account
 from mailroom.reading import list_messages
 from mailroom.store.engine import Store
-from mailroom.store.models import Label, OutboxEntry
+from mailroom.store.models import Label, PendingChange
 from tests.factories import make_message
 from tests.imap.views import Mailbox, server_view, store_view, sync_all
 
@@ -36,7 +39,7 @@ def _highest_modseq(other: IMAPClient, folder: str) -> int:
 
 def _replay(store: Store) -> None:
     with store.session() as session:
-        session.execute(update(OutboxEntry).values(state="pending", done_at=None))
+        session.execute(update(PendingChange).values(state="pending", done_at=None))
 
 
 def _assert_server_matches(store: Store, account: int, other: IMAPClient) -> None:
@@ -180,3 +183,37 @@ def test_removing_the_location_label_moves_by_the_replacement_order(
     sync_account(store, account, settings=settings)
     assert _labels(store)["w@x"] == ["Archive"]
     _assert_server_matches(store, account, other)
+
+
+def test_a_jmap_star_reaches_dovecot_within_seconds_without_the_sweep(
+    store: Store, settings: Settings, mailbox: Mailbox, account: int, other: IMAPClient
+) -> None:
+    """With the jobs running in-process and no sweep, an Email/set star is \\Flagged at once."""
+    from mailroom.jmap.auth import Principal
+    from mailroom.jmap.dispatcher import Dispatcher, Limits
+    from mailroom.jmap.methods import METHODS
+    from mailroom.jmap.session import CAPABILITIES, session_state
+    from mailroom.jobs.runtime import Runtime
+
+    ids = _setup(store, settings, account, other, n=1)
+    runtime = Runtime(store, settings, propagation_sweep=3600)  # the safety net never runs
+    runtime.start_consumers(("propagate",))
+    try:
+        dispatcher = Dispatcher(store, METHODS, CAPABILITIES, Limits(), session_state)
+        update = {f"M{ids['m-0@x']}": {"keywords/$flagged": True}}
+        request = {
+            "using": ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"],
+            "methodCalls": [["Email/set", {"accountId": "u1", "update": update}, "s"]],
+        }
+        started = time.monotonic()
+        answer = dispatcher.run(Principal(1, "me"), dispatcher.parse(json.dumps(request).encode()))
+        assert list(answer["methodResponses"][0][1]["updated"]) == list(update)
+        other.select_folder("INBOX", readonly=True)
+        while b"\\Flagged" not in other.fetch([1], [b"FLAGS"])[1][b"FLAGS"]:
+            assert time.monotonic() - started < 10, "the star did not reach Dovecot"
+            time.sleep(0.05)
+            other.noop()
+    finally:
+        runtime.stop()
+    with store.session() as session:
+        assert set(session.scalars(select(PendingChange.state))) == {"done"}

@@ -1,4 +1,4 @@
-"""The operations service: label changes, thread union, change log and outbox."""
+"""The operations service: label changes, thread union, change log and pending changes."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mailroom.store.models import (
     Label,
     Message,
     MessageLabel,
-    OutboxEntry,
+    PendingChange,
     Thread,
     ThreadLabel,
 )
@@ -65,8 +65,8 @@ def _pending(store: Store, operation: str) -> int:
         return int(
             session.scalar(
                 select(func.count())
-                .select_from(OutboxEntry)
-                .where(OutboxEntry.operation == operation, OutboxEntry.state == "pending")
+                .select_from(PendingChange)
+                .where(PendingChange.operation == operation, PendingChange.state == "pending")
             )
             or 0
         )
@@ -165,14 +165,14 @@ def test_spam_and_move_to_inbox(store: Store) -> None:
     assert _roles(store, ids[0]) == {"inbox"}
 
 
-def test_delete_forever_keeps_the_outbox_entry(store: Store) -> None:
+def test_delete_forever_keeps_the_pending_change(store: Store) -> None:
     """Deleting removes the messages, destroys them in the log and keeps a delete entry."""
     user, thread, ids = _setup(store)
     with store.session() as session:
         Operations(session, user).delete_forever(ids)
         log = changelog.changes_since(session, user, "Email", 0)
         entries = session.scalars(
-            select(OutboxEntry).where(OutboxEntry.operation == "delete")
+            select(PendingChange).where(PendingChange.operation == "delete")
         ).all()
         assert session.scalar(select(func.count()).select_from(Message)) == 0
         t = session.get(Thread, thread)
@@ -238,3 +238,32 @@ def _account_ids(store: Store) -> tuple[int, int]:
         inbox = session.scalar(select(Label.id).where(Label.role == "inbox"))
         assert inbox is not None
         return account.id, inbox
+
+
+def test_set_labels_names_the_action_a_mailbox_change_means(store: Store) -> None:
+    """The service names a new label set's action: trash, restore, archive, star, label, move."""
+    user, _thread, (a, _b) = _setup(store)
+    with store.session() as session:
+        ops = Operations(session, user)
+        inbox, trash, archive = ops.role("inbox"), ops.role("trash"), ops.role("archive")
+        starred = ops.role("starred")
+        work = resolve_path(session, user, ["Work"]).id
+        steps = [
+            ({inbox}, {trash}),
+            ({trash}, {inbox}),
+            ({inbox}, {archive}),
+            ({archive}, {archive, starred}),
+            ({archive, starred}, {archive, starred, work}),
+            ({archive, starred, work}, {inbox, starred}),
+        ]
+        for before, after in steps:
+            assert ops.set_labels([a], before, after) == [a]
+        assert ops.set_labels([a], {inbox}, {inbox}) == []
+        names = list(
+            session.scalars(
+                select(PendingChange.operation)
+                .where(PendingChange.message_id == a)
+                .order_by(PendingChange.id)
+            )
+        )
+    assert names == ["trash", "restore", "archive", "star", "label", "inbox"]

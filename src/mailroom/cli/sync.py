@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from mailroom.cli.context import AppContext, pass_app, plain_errors, progress_bar
 from mailroom.errors import MailroomError, NotFoundError
+from mailroom.labels.propagation import propagate_pending
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.providers import registry
 from mailroom.providers.base import AuthError, Importer, TransientError, failure_reason
@@ -79,7 +80,7 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
         try:
             propagator = registry.propagator_for(store, acct, settings)
             if propagator is not None:
-                propagator.propagate(acct)
+                propagate_pending(store, acct.id, propagator)
             touched = syncer.sync(acct)
         except (AuthError, TransientError) as exc:
             click.echo(f"mailroom: {acct.name}: {_said(exc)}", err=True)

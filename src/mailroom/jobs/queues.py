@@ -24,7 +24,7 @@ QUEUES = (
     "enrich",  # follow-up for recent mail of importing accounts
     "enrich_backlog",  # follow-up for old mail
     "release",  # delayed releases of held mail (assistant)
-    "propagate",  # operations outbox → providers
+    "propagate",  # pending changes → providers
 )
 
 

@@ -7,6 +7,12 @@ code in separate processes on as many machines as wanted.
 
 Shutdown (SIGTERM/SIGINT) is graceful: consumers finish the job in hand
 (queued jobs stay in the durable queue), watchers stop, leases are released.
+
+Propagation is enqueued after each commit that wrote pending changes (the
+runtime registers ``Jobs.request_propagation`` in ``labels.propagation.WAKERS``),
+and its consumer polls the queue every ``PROPAGATE_POLL`` seconds at most, so an
+action reaches the provider within about a second; the "retry propagation" duty
+every 60 s is only the safety net (retries after a backoff, a lost enqueue).
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ from mailroom.jobs.leases import Leases, LocalLeases, RedisLeases
 from mailroom.jobs.queues import QUEUES, make_queues
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
 from mailroom.jobs.tasks import FollowUpStep, Jobs
+from mailroom.labels import propagation
 from mailroom.providers import registry
 from mailroom.providers.base import Watcher
 from mailroom.store.engine import Store
 from mailroom.store.models import Account
 
 log = logging.getLogger(__name__)
+
+# Longest wait of an idle propagate consumer before it looks at its queue again.
+PROPAGATE_POLL = 0.1
 
 
 class ThreadConsumer(Consumer):  # type: ignore[misc]
@@ -73,13 +83,16 @@ class Duties:
 class Runtime:
     """The queues, tasks, supervisor and duties of one process."""
 
-    def __init__(self, store: Store, settings: Settings, poll_interval: float = 300.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        poll_interval: float = 300.0,
+        propagation_sweep: float = 60.0,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.queues: dict[str, Huey] = make_queues(settings)
-        self.jobs = Jobs(store, self.queues, settings)
-        if not any(isinstance(step, FollowUpStep) for step in steps.STEPS):
-            steps.STEPS.append(FollowUpStep(self.jobs))
         self.leases: Leases = (
             RedisLeases(
                 redis.Redis.from_url(settings.redis_url), prefix=f"{settings.namespace}:lease:"
@@ -87,6 +100,11 @@ class Runtime:
             if settings.redis_url
             else LocalLeases(time.monotonic)
         )
+        self.jobs = Jobs(store, self.queues, settings, leases=self.leases)
+        if not any(isinstance(step, FollowUpStep) for step in steps.STEPS):
+            steps.STEPS.append(FollowUpStep(self.jobs))
+        self._waker = self.jobs.request_propagation
+        propagation.WAKERS.append(self._waker)
         self.supervisor = Supervisor(
             store,
             watcher_for=self._watcher_for,
@@ -99,7 +117,7 @@ class Runtime:
         self.duties = Duties(
             [
                 Duty("wake snoozed threads", 60, lambda: self.jobs.wake_snoozed()),
-                Duty("retry propagation", 60, self._propagate_due),
+                Duty("retry propagation", propagation_sweep, self._propagate_due),
                 Duty("prune the change log", 3600, lambda: self.jobs.prune_changelog()),
             ]
         )
@@ -116,7 +134,8 @@ class Runtime:
         return factory(self.store, account_id, self.settings) if factory else None
 
     def _propagate_due(self) -> None:
-        for account_id in self.jobs.accounts_with_due_outbox():
+        # Enqueued directly, not through the coalescing marker: this also heals a lost job.
+        for account_id in self.jobs.accounts_with_due_changes():
             self.jobs.propagate(account_id)
 
     def start_consumers(self, names: tuple[str, ...] = QUEUES, workers: int = 1) -> None:
@@ -128,7 +147,7 @@ class Runtime:
                 worker_type="thread",
                 periodic=False,
                 initial_delay=0.05,
-                max_delay=1.0,
+                max_delay=PROPAGATE_POLL if name == "propagate" else 1.0,
                 backoff=1.5,
                 check_worker_health=False,
             )
@@ -165,6 +184,8 @@ class Runtime:
             consumer.stop(graceful=True)
         self._consumers.clear()
         steps.STEPS[:] = [s for s in steps.STEPS if not isinstance(s, FollowUpStep)]
+        if self._waker in propagation.WAKERS:
+            propagation.WAKERS.remove(self._waker)
 
     def wait(self) -> None:
         """Block until ``stop`` is called (from a signal handler)."""

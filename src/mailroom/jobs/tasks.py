@@ -9,12 +9,22 @@ enqueues the next page at the back of ``ingest_backlog`` — so pages of
 several accounts interleave and every account gets a usable inbox before
 any gets its archive. Each page stamps a heartbeat; every ordinary sync ends
 by restarting an import that has work and has been silent for 5 minutes.
+
+Propagation: a commit that wrote pending changes asks for ``propagate`` of its
+accounts at once (``request_propagation``, the after-commit waker of
+``labels.propagation``); the runtime's 60 s sweep is only the safety net.
+Asking is cheap and coalesces: while a job for the account is queued and not
+started (a marker in the queue's storage) no second one is enqueued; while one
+runs (a lease per account) another returns at once, and the running one looks
+for due changes again after letting go of the lease, so nothing committed
+meanwhile waits for the sweep.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,13 +37,15 @@ from mailroom.config import Settings
 from mailroom.errors import ConfigError
 from mailroom.ingest.batch import BatchResult
 from mailroom.ingest.routing import BACKLOG, LIVE, RECENT_QUEUE, queue_for
+from mailroom.jobs.leases import Leases, LocalLeases
 from mailroom.jobs.status import clear_failure, record_failure
 from mailroom.labels.operations import Operations
-from mailroom.labels.propagation import LocalPropagator, propagate_pending
+from mailroom.labels.propagation import has_due, propagate_pending
 from mailroom.providers import registry
 from mailroom.providers.base import AuthError, RateLimitError, TransientError
+from mailroom.providers.local.propagator import LocalPropagator
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, Message, OutboxEntry, SyncState, User, utcnow
+from mailroom.store.models import Account, Message, PendingChange, SyncState, User, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +53,8 @@ STALLED_AFTER = timedelta(minutes=5)
 RETRIES = 3  # transient failures of one sync or import page retried in a row
 RETRY_DELAY = 30  # seconds
 HEARTBEAT = "import_heartbeat"
+# One propagation per account at a time; the lease outlives any sane run (it is not renewed).
+PROPAGATE_LEASE_SECONDS = 900.0
 
 # Follow-up work per message batch (search indexing happens at insert);
 # extensions such as the assistant's classifier append here.
@@ -57,11 +71,13 @@ class Jobs:
         queues: dict[str, Huey],
         settings: Settings | None = None,
         now: Callable[[], datetime] = utcnow,
+        leases: Leases | None = None,
     ) -> None:
         self.store = store
         self.queues = queues
         self.settings = settings
         self.now = now
+        self.leases: Leases = leases or LocalLeases(time.monotonic)
         self.sync_account: TaskWrapper = queues["ingest"].task(
             name="sync_account", retries=3, retry_delay=30
         )(self.run_sync)
@@ -191,31 +207,64 @@ class Jobs:
 
     # -- propagation, snooze, follow-up --------------------------------------
 
+    def request_propagation(self, account_ids: Iterable[int]) -> None:
+        """Enqueue propagation of these accounts, unless a job is already queued and not started.
+
+        The after-commit waker of :mod:`mailroom.labels.propagation`; never raises
+        for one account's sake (the sweep is the safety net).
+        """
+        queue = self.queues["propagate"]
+        for account_id in sorted(set(account_ids)):
+            try:
+                if queue.put_if_empty(_queued_marker(account_id), 1):
+                    self.propagate(account_id)
+            except Exception:  # the commit stands; the sweep enqueues it instead
+                log.exception("Could not enqueue the propagation of account %s", account_id)
+
     def run_propagate(self, account_id: int) -> None:
-        """Carry the account's pending outbox entries to its provider."""
+        """Carry the account's pending changes to its provider (coalesced, see the module)."""
+        queue = self.queues["propagate"]
+        queue.delete(_queued_marker(account_id))  # from now on a request enqueues anew
+        key = f"propagate:{account_id}"
+        while True:
+            token = self.leases.acquire(key, PROPAGATE_LEASE_SECONDS)
+            if token is None:
+                return  # one is running; it looks again after it lets go
+            try:
+                settled = self._propagate(account_id)
+            finally:
+                self.leases.release(key, token)
+            if not settled or not has_due(self.store, account_id, self.now()):
+                return
+
+    def _propagate(self, account_id: int) -> bool:
+        """One consumer run; whether it settled everything it took (so looking again helps)."""
         with self.store.session() as session:
             account = session.get(Account, account_id)
             if account is None:
-                return
+                return False
             propagator = registry.propagator_for(self.store, account, self.settings)
-        if propagator is None:
-            propagate_pending(self.store, account_id, LocalPropagator(), self.now())
-            return
         try:
-            propagator.propagate(account)
+            run = propagate_pending(
+                self.store, account_id, propagator or LocalPropagator(self.store), self.now()
+            )
         except AuthError as error:
             self._mark_auth_error(account_id, error)
-        except ConfigError as error:  # the outbox entries wait; the retry duty tries again
+            return False
+        except ConfigError as error:  # the pending changes wait; the retry duty tries again
             record_failure(self.store, account_id, error)
+            return False
+        return run.lost == 0
 
-    def accounts_with_due_outbox(self) -> list[int]:
-        """Accounts that have pending outbox entries due now."""
+    def accounts_with_due_changes(self) -> list[int]:
+        """Accounts that have pending changes due now."""
         with self.store.session() as session:
             return list(
                 session.scalars(
-                    select(OutboxEntry.account_id)
+                    select(PendingChange.account_id)
                     .where(
-                        OutboxEntry.state == "pending", OutboxEntry.next_attempt_at <= self.now()
+                        PendingChange.state == "pending",
+                        PendingChange.next_attempt_at <= self.now(),
                     )
                     .distinct()
                 )
@@ -279,6 +328,11 @@ class FollowUpStep:
     def run(self, result: BatchResult) -> None:
         """Enqueue, never work."""
         self.jobs.enqueue_follow_up(result)
+
+
+def _queued_marker(account_id: int) -> str:
+    """The queue-storage key saying "a propagate job for this account waits to start"."""
+    return f"propagate-queued:{account_id}"
 
 
 def pending_counts(queues: dict[str, Huey]) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """The operations service: the one place that owns what each mail action means.
 
 Every operation is a label change (or ``seen_at`` for read state) written to
-the database first — the source of truth — with change-log rows and an
-outbox entry per message in the same transaction. Providers pick the outbox
-up asynchronously (``labels.propagation``); local-only accounts consume it as
-a no-op.
+the database first — the source of truth — with change-log rows and a
+pending change per message in the same transaction. Once that transaction
+commits, the propagation of the touched accounts is enqueued at once
+(``labels.propagation.wake_after_commit``; never on rollback); the consumer
+(``labels.propagation``) carries the changes to the provider, and local-only
+accounts consume them as a no-op.
 
 Meanings:
 
@@ -19,7 +21,7 @@ spam / unspam  add Spam, remove Inbox / remove Spam, add Inbox
 label/unlabel  add / remove a user label
 snooze         remove Inbox, add Snoozed, store the wake time on the thread
 wake           remove Snoozed, add Inbox, mark the newest message unread
-delete_forever remove the message; the outbox keeps the provider id
+delete_forever remove the message; its pending change keeps the provider id
 ============== ==========================================================
 
 Invariant: a message always keeps at least one *location* label (Inbox,
@@ -41,6 +43,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.errors import NotFoundError
+from mailroom.labels.propagation import wake_after_commit
 from mailroom.labels.resolver import system_label
 from mailroom.store import changelog
 from mailroom.store.models import (
@@ -48,7 +51,7 @@ from mailroom.store.models import (
     Label,
     Message,
     MessageLabel,
-    OutboxEntry,
+    PendingChange,
     Thread,
     utcnow,
 )
@@ -210,7 +213,7 @@ class Operations:
         return due
 
     def delete_forever(self, message_ids: Iterable[int]) -> list[int]:
-        """Delete messages; the outbox keeps what the provider needs to delete them too."""
+        """Delete messages; the pending change keeps what the provider needs to delete them too."""
         ids = self._own(message_ids)
         if not ids:
             return []
@@ -220,7 +223,7 @@ class Operations:
             )
         ).all()
         labels = self._labels_of(ids)
-        self._outbox(rows, "delete", {"delete": True})
+        self._queue_changes(rows, "delete", {"delete": True})
         threads = {row.thread_id for row in rows if row.thread_id is not None}
         self.session.execute(delete(Message).where(Message.id.in_(ids)))
         changelog.record(self.session, self.user_id, "Email", ids, "destroyed")
@@ -228,6 +231,52 @@ class Operations:
         touched = set().union(*labels.values()) if labels else set()
         changelog.record(self.session, self.user_id, "Mailbox", sorted(touched), "updated")
         return ids
+
+    def set_labels(
+        self, message_ids: Iterable[int], before: Iterable[int], after: Iterable[int]
+    ) -> list[int]:
+        """Give messages the label set ``after`` (they had ``before``) as the action it means.
+
+        A client that edits a message's mailboxes (JMAP ``mailboxIds``) states only
+        the new set; the difference names the action, which the propagation to the
+        provider and the change history go by: Starred coming or going is
+        (un)starring; otherwise Trash added is trash, Spam added is spam, Inbox
+        added is restore (from Trash), unspam (from Spam) or inbox, Inbox removed is
+        archive, labels only added or only removed are label/unlabel, anything else
+        a move. Returns the ids that changed.
+        """
+        ids = list(message_ids)
+        was, now = set(before), set(after)
+        add, remove = now - was, was - now
+        changed: set[int] = set()
+        starred = self.role("starred")
+        if starred in add or starred in remove:
+            changed.update(self.star(ids, starred in add))
+        add.discard(starred)
+        remove.discard(starred)
+        if add or remove:
+            name = self._action_of(add, remove)
+            changed.update(self.change_labels(ids, sorted(add), sorted(remove), name))
+        return sorted(changed)
+
+    def _action_of(self, add: set[int], remove: set[int]) -> str:
+        """The action a label difference is (see :meth:`set_labels`)."""
+        inbox, trash, spam = self.role("inbox"), self.role("trash"), self.role("spam")
+        if trash in add:
+            return "trash"
+        if spam in add:
+            return "spam"
+        if inbox in add:
+            if trash in remove:
+                return "restore"
+            return "unspam" if spam in remove else "inbox"
+        if inbox in remove:
+            return "archive"
+        if add and not remove:
+            return "label"
+        if remove and not add:
+            return "unlabel"
+        return "move"
 
     # -- the mechanism -------------------------------------------------------
 
@@ -324,13 +373,13 @@ class Operations:
         changelog.record(self.session, self.user_id, "Email", changed, "updated")
         self._record_threads({row.thread_id for row in rows if row.thread_id is not None})
         changelog.record(self.session, self.user_id, "Mailbox", sorted(labels), "updated")
-        self._outbox(rows, operation, payload)
+        self._queue_changes(rows, operation, payload)
 
     def _record_threads(self, thread_ids: set[int]) -> None:
         existing = self.session.scalars(select(Thread.id).where(Thread.id.in_(thread_ids)))
         changelog.record(self.session, self.user_id, "Thread", sorted(existing), "updated")
 
-    def _outbox(self, rows: Sequence[Any], operation: str, payload: dict[str, Any]) -> None:
+    def _queue_changes(self, rows: Sequence[Any], operation: str, payload: dict[str, Any]) -> None:
         entries = [
             {
                 "account_id": row.account_id,
@@ -346,4 +395,5 @@ class Operations:
             for row in rows
         ]
         if entries:
-            self.session.execute(insert(OutboxEntry), entries)
+            self.session.execute(insert(PendingChange), entries)
+            wake_after_commit(self.session, {row.account_id for row in rows})

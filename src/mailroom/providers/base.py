@@ -10,8 +10,11 @@ A provider (IMAP, Gmail, Graph, local files) is a set of small services, each a
 * :class:`Importer` — *import*: the history of an account, one page per call,
   newest first. ``import_page(account)`` returns whether more work is left. A
   page is idempotent; an interrupted page is simply asked for again.
-* :class:`Propagator` — carries the operations outbox (label changes written to
-  the database first) to the provider. Replaying it changes nothing.
+* :class:`Propagator` — carries pending changes (label changes written to the
+  database first) to the provider, a batch of messages per call, and reports an
+  :class:`Outcome` per change; :mod:`mailroom.labels.propagation` is the one
+  consumer that picks the due changes and keeps their state. Replaying it
+  changes nothing.
 * :class:`Watcher` — optional live push (IMAP IDLE); ``run()`` blocks until
   ``stop()``.
 
@@ -28,18 +31,25 @@ is one plain sentence for the account owner)::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from mailroom.errors import ProviderError
 from mailroom.store.models import Account
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = [
     "AuthError",
     "ImportState",
     "Importer",
     "InvalidCursorError",
+    "MessageChanges",
+    "Outcome",
+    "PendingEntry",
     "Propagator",
     "ProviderError",
     "RateLimitError",
@@ -163,16 +173,109 @@ class Importer(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class PendingEntry:
+    """One pending change (a ``pending_changes`` row) as plain values."""
+
+    id: int
+    operation: str  # the action's name: star, trash, label, delete, ...
+    payload: Mapping[str, Any]  # {"add": [label ids], "remove": [...]}, {"seen": bool}, ...
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageChanges:
+    """The due pending changes of one message, oldest first: what a propagator carries.
+
+    ``message_id`` is None once the message was deleted forever (the provider id
+    is then all that is left to find it by).
+    """
+
+    message_id: int | None
+    provider_id: str
+    entries: tuple[PendingEntry, ...]
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The ids of the pending changes."""
+        return tuple(entry.id for entry in self.entries)
+
+    @property
+    def deleted(self) -> bool:
+        """Whether one of the changes deletes the message forever."""
+        return any(e.operation == "delete" for e in self.entries)
+
+    @property
+    def added_labels(self) -> frozenset[int]:
+        """The label ids the pending operations added (trash, spam, inbox moves)."""
+        return frozenset(int(x) for e in self.entries for x in e.payload.get("add", []))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of some pending changes; build it with ``done``, ``retry`` or ``lost``.
+
+    * ``done`` — the provider matches the message's current state. ``record``, if
+      given, writes the provider's own bookkeeping (IMAP: the new locations from
+      COPYUID) in the same transaction that marks the changes done.
+    * ``retry`` — the provider refused (or the message has no known place yet):
+      costs an attempt, retried after a backoff, ``failed`` after the last.
+    * ``lost`` — not carried for a reason that is not the changes' fault (the
+      connection broke): no attempt is charged; the next run tries again.
+    """
+
+    entry_ids: tuple[int, ...]
+    status: Literal["done", "retry", "lost"]
+    reason: str = ""
+    record: Callable[[Session], None] | None = None
+
+    @classmethod
+    def done(
+        cls,
+        changes: MessageChanges | Iterable[int],
+        record: Callable[[Session], None] | None = None,
+    ) -> Outcome:
+        """The changes reached the provider."""
+        return cls(_ids(changes), "done", record=record)
+
+    @classmethod
+    def retry(cls, changes: MessageChanges | Iterable[int], reason: str) -> Outcome:
+        """The provider refused: charge an attempt."""
+        return cls(_ids(changes), "retry", reason)
+
+    @classmethod
+    def lost(cls, changes: MessageChanges | Iterable[int], reason: str = "") -> Outcome:
+        """Not carried, through no fault of the changes: charge nothing."""
+        return cls(_ids(changes), "lost", reason)
+
+
+def _ids(changes: MessageChanges | Iterable[int]) -> tuple[int, ...]:
+    return changes.ids if isinstance(changes, MessageChanges) else tuple(changes)
+
+
 @runtime_checkable
 class Propagator(Protocol):
-    """Carries pending outbox entries (local label changes) to the provider."""
+    """Carries a batch of messages' pending changes to the provider; must be idempotent.
+
+    ``propagate(account_id, batch)`` gets plain values (ids, never ORM objects) and
+    yields an :class:`Outcome` for each change as soon as it is settled — one per
+    message, or one for a whole provider batch (Gmail ``batchModify``: up to 1,000
+    ids with the same labels added and removed; Graph ``$batch``: 20 requests). The
+    consumer commits each outcome before asking for the next, so a crash repeats
+    only what was not yet reported, which idempotence makes harmless: derive what
+    the provider should hold from the message's *current* labels and flags, not
+    from the operation names. A change left without an outcome when the iterator
+    ends counts as ``lost``; raising ``AuthError`` or ``TransientError`` ends the
+    run (nothing charged), any other exception charges the unreported changes an
+    attempt. Hold no database session across a ``yield``.
+    """
 
     def supports(self, account: Account) -> bool:
         """Whether this propagator handles the account."""
         ...
 
-    def propagate(self, account: Account) -> int:
-        """Propagate what is pending; returns how many entries were acknowledged."""
+    def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
+        """Carry the batch; yields the outcomes as they are settled."""
         ...
 
 

@@ -75,6 +75,7 @@ def _load_builtins() -> None:
         return
     _BUILTINS_LOADED = True
     import mailroom.providers.imap  # noqa: F401  (registers itself)
+    import mailroom.providers.local  # noqa: F401  (registers its propagator)
 
 
 def names() -> list[str]:

@@ -10,7 +10,7 @@ Per rule, in ``position`` order, one ``SELECT`` over the batch's message
 ids with the rule's conditions as SQL (``text`` through
 ``store.search.match_clause`` on the full-text index). Actions go through
 ``labels.operations.Operations`` — the one owner of what an action means,
-with change log and propagation outbox in the same transaction:
+with change log and pending changes in the same transaction:
 
 - ``label``, ``archive``, ``trash``, ``mark_read`` on every message of the
   matched threads;

@@ -2,11 +2,11 @@
 
 ``Email/set`` changes only ``keywords`` and ``mailboxIds`` and does it
 through the operations service (``labels.operations``): the database, the
-change log and the propagation outbox move in one transaction per call.
+change log and the pending changes move in one transaction per call.
 ``$seen`` is read state, ``$flagged`` the Starred label (also visible as
-the mailbox with role ``flagged``); a mailbox change becomes one
-``change_labels`` with the operation named after what it does (trash,
-spam, restore, archive, ...), so providers later replay the right action.
+the mailbox with role ``flagged``); a mailbox change goes to
+``Operations.set_labels`` with the old and new mailboxes, which names the
+action (trash, spam, restore, archive, ...) that providers carry out.
 ``destroy`` is delete forever. ``create`` is refused (``forbidden``) until
 drafts and imports exist.
 """
@@ -594,25 +594,6 @@ def _apply_patch(
     return new_keywords, new_mailboxes
 
 
-def _operation_name(add: set[str], remove: set[str]) -> str:
-    """The name of the action a mailbox change is (for the propagation outbox)."""
-    if "trash" in add:
-        return "trash"
-    if "spam" in add:
-        return "spam"
-    if "inbox" in add:
-        if "trash" in remove:
-            return "restore"
-        return "unspam" if "spam" in remove else "inbox"
-    if "inbox" in remove:
-        return "archive"
-    if add and not remove:
-        return "label"
-    if remove and not add:
-        return "unlabel"
-    return "move"
-
-
 class EmailUpdater:
     """Applies Email/set updates and destroys through the operations service."""
 
@@ -622,7 +603,6 @@ class EmailUpdater:
         self.ops = Operations(session, user_id)
         # Create missing system labels now, outside the per-email savepoints.
         self.roles = {role: self.ops.role(role) for role in JMAP_ROLE}
-        self.role_of = {label_id: role for role, label_id in self.roles.items()}
         self.own_labels = set(session.scalars(select(Label.id).where(Label.user_id == user_id)))
         self.reader = EmailReader(session, user_id)
 
@@ -675,8 +655,7 @@ class EmailUpdater:
             )
         now = {lid for lid in label_ids if lid is not None}
         was = {lid for lid in (ids.parse_mailbox(m) for m in before[1]) if lid is not None}
-        add, remove = now - was, was - now
-        if self.roles["snoozed"] in add:
+        if self.roles["snoozed"] in now - was:
             raise _PatchError(
                 set_error(
                     "invalidProperties",
@@ -686,17 +665,8 @@ class EmailUpdater:
             )
         if "$seen" in changed_keywords:
             self.ops.mark_read([message_id], "$seen" in keywords)
-        star = self.roles["starred"]
-        if star in add or star in remove:
-            self.ops.star([message_id], star in add)
-        add.discard(star)
-        remove.discard(star)
-        if add or remove:
-            name = _operation_name(
-                {self.role_of.get(label, "") for label in add},
-                {self.role_of.get(label, "") for label in remove},
-            )
-            self.ops.change_labels([message_id], sorted(add), sorted(remove), name)
+        # Which action the new mailboxes mean (trash, archive, restore...) is the service's call.
+        self.ops.set_labels([message_id], was, now)
         after = self.current([message_id])[message_id]
         differs: dict[str, Any] = {}
         if after[0] != keywords:

@@ -14,7 +14,7 @@ One concept per module:
 ``changes``     flags and expunges (CONDSTORE/QRESYNC/UID diff), UIDVALIDITY re-map
 ``syncer``      new mail and changes: ``sync_account``
 ``importer``    history, one page per call: ``import_page``
-``propagator``  the operations outbox → the server: ``propagate_pending``
+``propagator``  pending changes → the server: ``ImapPropagator`` (``propagate_pending``)
 ``watcher``     IDLE on the inbox: ``ImapWatcher``
 """
 

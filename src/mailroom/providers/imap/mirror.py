@@ -12,7 +12,7 @@ The server is the authority on *where* a message is and on its ``\\Seen`` and
 * a message with no location left after a sync in which every folder answered
   is gone from the server and is deleted (:func:`delete_orphans`).
 
-**Pending local changes win.** While a message has an outbox entry in state
+**Pending local changes win.** While a message has a pending change in state
 ``pending`` (an operation not yet acknowledged by the server), the server's
 older view must not revert it: its locations are still recorded (they are facts
 the propagator needs), but its labels, flags and existence are left alone.
@@ -41,7 +41,7 @@ from mailroom.store.models import (
     Message,
     MessageLabel,
     MessageLocation,
-    OutboxEntry,
+    PendingChange,
     utcnow,
 )
 
@@ -138,7 +138,7 @@ class ChangeSet:
 
 
 def pending_messages(session: Session, message_ids: Iterable[int]) -> set[int]:
-    """The messages among ``message_ids`` with an outbox entry not yet acknowledged."""
+    """The messages among ``message_ids`` with a pending change not yet acknowledged."""
     ids = sorted(set(message_ids))
     found: set[int] = set()
     for chunk in in_chunks(ids):
@@ -358,7 +358,7 @@ def orphans(session: Session, account_id: int) -> list[int]:
     """Messages of the account with no location and no pending local change."""
     no_location = ~exists().where(MessageLocation.message_id == Message.id).correlate(Message)
     no_pending = ~exists().where(
-        OutboxEntry.message_id == Message.id, OutboxEntry.state == "pending"
+        PendingChange.message_id == Message.id, PendingChange.state == "pending"
     ).correlate(Message)
     return list(
         session.scalars(

@@ -1,11 +1,14 @@
-"""Propagation: carrying the operations outbox to the IMAP server.
+"""Propagation: the IMAP :class:`~mailroom.providers.base.Propagator`.
 
 The operations service (:mod:`mailroom.labels.operations`) changes labels and
-``seen_at`` in the database first and queues one ``OutboxEntry`` per message.
-``propagate_pending(store, account_id)`` makes the server match the database,
-message by message, **from the message's current state** — not by replaying
-the operation names — so replaying a job, or a job for an older operation of
-the same message, changes nothing (idempotent).
+``seen_at`` in the database first and queues one ``PendingChange`` per message;
+the consumer (:mod:`mailroom.labels.propagation`) picks the due ones, groups
+them per message and hands a batch to :class:`ImapPropagator`, which makes the
+server match the database, message by message, **from the message's current
+state** — not by replaying the operation names — so replaying a job, or a job
+for an older operation of the same message, changes nothing (idempotent). Only
+the IMAP work lives here (flags, MOVE/COPY + EXPUNGE, locations from COPYUID);
+attempts, backoff and the states are the consumer's.
 
 What the server should hold for a message:
 
@@ -27,28 +30,28 @@ What the server should hold for a message:
 Moves use MOVE (or COPY + ``\\Deleted`` + EXPUNGE without it); a folder it must
 leave with nowhere to go is expunged from; a deleted-forever message is found by
 its Message-ID in every folder and expunged. Locations are updated from COPYUID
-in the same transaction that marks the entries ``done``; until then the entries
-are ``pending`` and the syncer leaves the message's labels and flags alone
-("pending local changes win"). Server refusals count attempts (with the backoff and
-the attempt cap of :mod:`mailroom.labels.propagation`) before an entry becomes
-``failed``; a lost connection costs no attempt.
+in the same transaction that marks the changes ``done`` (the outcome's
+``record``); until then they are ``pending`` and the syncer leaves the message's
+labels and flags alone ("pending local changes win"). A server refusal is a
+``retry`` outcome (an attempt, with the consumer's backoff and attempt cap); a
+lost connection raises ``TransientError`` and costs no attempt.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
-from mailroom.labels.propagation import MAX_ATTEMPTS, backoff
+from mailroom.labels import propagation
+from mailroom.labels.propagation import recent_label
 from mailroom.labels.resolver import system_label
-from mailroom.providers.base import TransientError
+from mailroom.providers.base import MessageChanges, Outcome
 from mailroom.providers.imap.account import PROVIDER
 from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, folder_role, syncable
@@ -69,20 +72,16 @@ from mailroom.store.models import (
     Message,
     MessageLabel,
     MessageLocation,
-    OutboxEntry,
-    utcnow,
 )
 
 __all__ = ["ImapPropagator", "PropagationResult", "propagate_pending"]
 
 log = logging.getLogger(__name__)
 
-BATCH = 500
-
 
 @dataclass
 class PropagationResult:
-    """What one propagation run did."""
+    """What one propagation run did: the consumer's counts and the IMAP work."""
 
     done: int = 0
     retried: int = 0
@@ -136,35 +135,50 @@ class _Layout:
 
 
 class ImapPropagator:
-    """The :class:`~mailroom.providers.base.Propagator` of IMAP accounts."""
+    """The :class:`~mailroom.providers.base.Propagator` of IMAP accounts.
 
-    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+    ``stats`` adds up the IMAP work of every batch (moves, flag stores, expunges).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings | None = None,
+        *,
+        connection: ImapConnection | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
+        self.connection = connection
+        self.stats = PropagationResult()
 
     def supports(self, account: Account) -> bool:
         """IMAP accounts that are not disconnected."""
         return account.provider == PROVIDER and account.status != "disconnected"
 
-    def propagate(self, account: Account) -> int:
-        """Propagate pending entries; returns how many were acknowledged."""
-        return propagate_pending(self.store, account.id, settings=self.settings).done
+    def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
+        """Carry each message's changes, one outcome per message (module docstring).
 
-
-def _pending(store: Store, account_id: int, now: datetime) -> list[OutboxEntry]:
-    with store.session() as session:
-        return list(
-            session.scalars(
-                select(OutboxEntry)
-                .where(
-                    OutboxEntry.account_id == account_id,
-                    OutboxEntry.state == "pending",
-                    OutboxEntry.next_attempt_at <= now,
-                )
-                .order_by(OutboxEntry.id)
-                .limit(BATCH)
-            )
-        )
+        A ``CommandError`` (the server refused) is that message's ``retry``; a
+        ``TransientError`` (the connection is gone) ends the batch uncharged.
+        """
+        with account_connection(
+            self.store, account_id, settings=self.settings, connection=self.connection
+        ) as conn:
+            with self.store.session() as session:
+                scope = AccountScope.load(session, account_id)
+                layout = _Layout.load(session, account_id, scope.user_id)
+            for changes in batch:
+                try:
+                    if changes.message_id is not None:
+                        outcome = _propagate_message(
+                            conn, self.store, scope, layout, changes, self.stats
+                        )
+                    else:
+                        outcome = _propagate_delete(conn, layout, changes, self.stats)
+                except CommandError as exc:
+                    outcome = Outcome.retry(changes, str(exc))
+                yield outcome
 
 
 def propagate_pending(
@@ -175,80 +189,22 @@ def propagate_pending(
     connection: ImapConnection | None = None,
     now: datetime | None = None,
 ) -> PropagationResult:
-    """Carry the account's pending outbox entries to the server (see the module docstring)."""
-    result = PropagationResult()
-    entries = _pending(store, account_id, now or utcnow())
-    if not entries:
-        return result
-    groups: dict[tuple[str, int | str], list[int]] = defaultdict(list)
-    for entry in entries:
-        key: tuple[str, int | str] = (
-            ("message", entry.message_id)
-            if entry.message_id is not None
-            else ("gone", entry.provider_id)
-        )
-        groups[key].append(entry.id)
-    with account_connection(store, account_id, settings=settings, connection=connection) as conn:
-        with store.session() as session:
-            scope = AccountScope.load(session, account_id)
-            layout = _Layout.load(session, account_id, scope.user_id)
-        for (kind, ref), ids in groups.items():
-            try:
-                if kind == "message":
-                    assert isinstance(ref, int)
-                    ok = _propagate_message(conn, store, scope, layout, ref, ids, result)
-                else:
-                    assert isinstance(ref, str)
-                    ok = _propagate_delete(conn, store, layout, ref, ids, result)
-            except CommandError as exc:
-                _attempt_failed(store, ids, str(exc), result)
-                continue
-            except TransientError:
-                raise  # the connection is gone: nothing is the entries' fault
-            if ok:
-                result.done += len(ids)
-            else:
-                _attempt_failed(
-                    store, ids, "the message has no known place on the server yet", result
-                )
-    return result
+    """Run the consumer (:func:`mailroom.labels.propagation.propagate_pending`) for an account.
 
-
-def _attempt_failed(
-    store: Store, ids: Sequence[int], reason: str, result: PropagationResult
-) -> None:
-    with store.session() as session:
-        for entry in session.scalars(select(OutboxEntry).where(OutboxEntry.id.in_(ids))):
-            entry.attempts += 1
-            entry.last_error = reason[:2000]
-            if entry.attempts >= MAX_ATTEMPTS:
-                entry.state = "failed"
-                result.failed += 1
-            else:
-                entry.next_attempt_at = utcnow() + backoff(entry.attempts)
-                result.retried += 1
-    log.warning("Propagation of outbox entries %s failed: %s", list(ids), reason)
-
-
-def _mark_done(session: Session, ids: Sequence[int]) -> None:
-    session.execute(
-        update(OutboxEntry)
-        .where(OutboxEntry.id.in_(ids), OutboxEntry.state == "pending")
-        .values(state="done", done_at=utcnow(), last_error=None)
+    For callers that want the IMAP counts too (tests, benchmarks); the jobs call
+    the consumer with the registered propagator.
+    """
+    propagator = ImapPropagator(store, settings, connection=connection)
+    run = propagation.propagate_pending(store, account_id, propagator, now)
+    stats = propagator.stats
+    return PropagationResult(
+        done=run.done,
+        retried=run.retried,
+        failed=run.failed,
+        moved=stats.moved,
+        flagged=stats.flagged,
+        expunged=stats.expunged,
     )
-
-
-def _recent_user_label(session: Session, message_id: int, candidates: set[int]) -> int:
-    """The candidate label added most recently to the message (by its outbox history)."""
-    for (payload,) in session.execute(
-        select(OutboxEntry.payload)
-        .where(OutboxEntry.message_id == message_id)
-        .order_by(OutboxEntry.id.desc())
-    ):
-        added = [int(x) for x in (payload or {}).get("add", []) if int(x) in candidates]
-        if added:
-            return added[-1]
-    return max(candidates)
 
 
 def _targets(
@@ -288,7 +244,7 @@ def _targets(
         if label in layout.by_label and layout.folders[layout.by_label[label]].role is None
     }
     if user_labels:
-        return {layout.by_label[_recent_user_label(session, message_id, user_labels)]}
+        return {layout.by_label[recent_label(session, message_id, user_labels)]}
     archive = layout.folder_for_role("archive")
     return {archive} if archive is not None else set()
 
@@ -334,17 +290,15 @@ def _propagate_message(
     store: Store,
     scope: AccountScope,
     layout: _Layout,
-    message_id: int,
-    entry_ids: Sequence[int],
+    pending: MessageChanges,
     result: PropagationResult,
-) -> bool:
+) -> Outcome:
+    message_id = pending.message_id
+    assert message_id is not None
     with store.session() as session:
         row = session.execute(
             select(Message.id, Message.seen_at).where(Message.id == message_id)
         ).one_or_none()
-        if row is None:
-            _mark_done(session, entry_ids)
-            return True
         labels = set(
             session.scalars(
                 select(MessageLabel.label_id).where(MessageLabel.message_id == message_id)
@@ -359,6 +313,8 @@ def _propagate_message(
             and loc.uid is not None
             and loc.uidvalidity == layout.folders[loc.folder_id].uidvalidity
         ]
+    if row is None:  # deleted meanwhile: its delete is a change of its own
+        return Outcome.done(pending)
     want_seen = row.seen_at is not None
     want_flagged = scope.starred_label in labels
 
@@ -387,17 +343,17 @@ def _propagate_message(
             conn.set_flags([uid], add, remove)
             result.flagged += 1
     if not present:
-        return False
+        return Outcome.retry(pending, "the message has no known place on the server yet")
 
     with store.session() as session:
-        added = {
-            int(label)
-            for payload in session.scalars(
-                select(OutboxEntry.payload).where(OutboxEntry.id.in_(entry_ids))
-            )
-            for label in (payload or {}).get("add", [])
-        }
-        targets = _targets(session, layout, message_id, labels, {f for _l, f, _u in present}, added)
+        targets = _targets(
+            session,
+            layout,
+            message_id,
+            labels,
+            {f for _l, f, _u in present},
+            set(pending.added_labels),
+        )
     if not targets:
         archive = _ensure_archive(conn, store, scope, layout)
         targets = {archive} if archive is not None else {present[0][1]}
@@ -429,7 +385,8 @@ def _propagate_message(
         expunged.append(loc_id)
         result.expunged += 1
 
-    with store.session() as session:
+    def record(session: Session) -> None:
+        """The new locations, in the transaction that marks the changes done."""
         changes = ChangeSet()
         for loc_id, _source, _uid, target, new_uid in moves:
             session.execute(delete(MessageLocation).where(MessageLocation.id == loc_id))
@@ -461,24 +418,17 @@ def _propagate_message(
             if removed.rowcount:  # type: ignore[attr-defined]
                 changes.emails.add(message_id)
                 changes.mailboxes.add(layout.roles["archive"])
-        _mark_done(session, entry_ids)
         changes.record(session, scope.user_id)
-    return True
+
+    return Outcome.done(pending, record)
 
 
 def _propagate_delete(
-    conn: ImapConnection,
-    store: Store,
-    layout: _Layout,
-    provider_id: str,
-    entry_ids: Sequence[int],
-    result: PropagationResult,
-) -> bool:
-    with store.session() as session:
-        operations = set(
-            session.scalars(select(OutboxEntry.operation).where(OutboxEntry.id.in_(entry_ids)))
-        )
-    if "delete" in operations:
+    conn: ImapConnection, layout: _Layout, pending: MessageChanges, result: PropagationResult
+) -> Outcome:
+    """A message no longer stored: expunge every copy if it was deleted forever."""
+    provider_id = pending.provider_id
+    if pending.deleted:
         mid, _size = parse_provider_id(provider_id)
         if mid is None:
             raise CommandError(
@@ -494,6 +444,4 @@ def _propagate_delete(
             if hits:
                 conn.expunge(hits)
                 result.expunged += len(hits)
-    with store.session() as session:
-        _mark_done(session, entry_ids)
-    return True
+    return Outcome.done(pending)

@@ -24,7 +24,7 @@ from mailroom.store.models.messages import (
     MessageLocation,
     MessageRef,
 )
-from mailroom.store.models.outbox import OUTBOX_STATES, OutboxEntry
+from mailroom.store.models.pending_changes import PENDING_CHANGE_STATES, PendingChange
 from mailroom.store.models.rules import Contact, Rule
 from mailroom.store.models.signin import SignInFailure, WebSession
 from mailroom.store.models.sync import SkippedMessage, SyncState
@@ -33,9 +33,9 @@ from mailroom.store.models.users import Account, ApiToken, User
 
 __all__ = [
     "CHANGE_KINDS",
-    "OUTBOX_STATES",
+    "PENDING_CHANGE_STATES",
     "Contact",
-    "OutboxEntry",
+    "PendingChange",
     "Rule",
     "SYSTEM_ROLES",
     "Account",

@@ -1,9 +1,10 @@
-"""The propagation outbox: label changes waiting to be carried to the provider.
+"""Pending changes: label changes waiting to be carried to the provider.
 
 Written in the same transaction as the operation that caused it. A row is
 ``pending`` until the provider acknowledged it (``done``) or gave up
 (``failed`` after its attempts). While a row for a message is pending, a
 sync that reads the older provider state must not revert the local change.
+(The word "outbox" is kept for outgoing mail.)
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
 
-OUTBOX_STATES = ("pending", "done", "failed")
+PENDING_CHANGE_STATES = ("pending", "done", "failed")
 
 
-class OutboxEntry(Base):
+class PendingChange(Base):
     """One change of one message for one account's provider."""
 
-    __tablename__ = "outbox"
-    __table_args__ = (Index("ix_outbox_state_next_attempt_at", "state", "next_attempt_at"),)
+    __tablename__ = "pending_changes"
+    __table_args__ = (
+        Index("ix_pending_changes_state_next_attempt_at", "state", "next_attempt_at"),
+    )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))

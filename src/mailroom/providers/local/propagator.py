@@ -1,0 +1,31 @@
+"""The propagator of local accounts: there is no provider, so every change is done at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from mailroom.config import Settings
+from mailroom.providers.base import MessageChanges, Outcome
+from mailroom.store.engine import Store
+from mailroom.store.models import Account
+
+PROVIDER = "local"
+
+
+class LocalPropagator:
+    """The no-op :class:`~mailroom.providers.base.Propagator`: nothing to carry anywhere.
+
+    Also the fallback for accounts whose provider registered no propagator.
+    """
+
+    def __init__(self, store: Store | None = None, settings: Settings | None = None) -> None:
+        self.store = store
+
+    def supports(self, account: Account) -> bool:
+        """Accounts imported from local files."""
+        return account.provider == PROVIDER
+
+    def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
+        """Every change is done: the database is the only copy."""
+        for changes in batch:
+            yield Outcome.done(changes)
