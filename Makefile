@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEMO_DIR := .mailroom-demo
+ENV_FILE ?= .env
 HOST ?= 127.0.0.1
 PORT ?= 8025
 
-.PHONY: demo test test-all lint bench clean
+.PHONY: demo demo-env test test-all lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	@bash scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
@@ -14,11 +15,22 @@ $(BIN)/.installed: pyproject.toml
 	@touch $@
 
 ## demo: install, import the shipped sample corpus into .mailroom-demo/, serve on :8025
-demo: $(BIN)/.installed
+demo: $(BIN)/.installed demo-env
 	@$(BIN)/mailroom --data-dir $(DEMO_DIR) import samples/demo-maildir --account demo
 	@echo "To sign in (web page and JMAP), set a password for the demo user me, in another terminal:"
 	@echo "  $(BIN)/mailroom --data-dir $(DEMO_DIR) user add me --password-stdin   then open http://$(HOST):$(PORT)/ and sign in as me"
 	@$(BIN)/mailroom --data-dir $(DEMO_DIR) serve --host $(HOST) --port $(PORT)
+
+## demo-env: make the demo store the default of mailroom commands run here (MAILROOM_DATA_DIR
+## in ./.env, which mailroom reads from the working directory); an existing setting is kept
+demo-env:
+	@if [ -f $(ENV_FILE) ] && grep -q '^MAILROOM_DATA_DIR=' $(ENV_FILE); then \
+	  echo "$(ENV_FILE) already sets MAILROOM_DATA_DIR; left as it is."; \
+	else \
+	  if [ -s $(ENV_FILE) ] && [ -n "$$(tail -c 1 $(ENV_FILE))" ]; then echo >> $(ENV_FILE); fi; \
+	  echo "MAILROOM_DATA_DIR=$(abspath $(DEMO_DIR))" >> $(ENV_FILE); \
+	  echo "Wrote MAILROOM_DATA_DIR=$(abspath $(DEMO_DIR)) to $(ENV_FILE): mailroom commands run here use the demo store."; \
+	fi
 
 ## test: install, make sure PostgreSQL, Redis and Dovecot are there, run the suite
 test: $(BIN)/.installed

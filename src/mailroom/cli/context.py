@@ -48,6 +48,12 @@ class AppContext:
             self._store = open_store(settings.resolved_database_url, settings.data_dir)
         return self._store
 
+    def close(self) -> None:
+        """Release the store's connections (the command is done)."""
+        if self._store is not None:
+            self._store.dispose()
+            self._store = None
+
     @property
     def existing_store(self) -> Store:
         """The store for commands that read or change mail: never created, StoreError if absent.

@@ -23,6 +23,11 @@ from mailroom.reading import (
 TERMINAL_LIMIT = 50
 
 
+def on_terminal() -> bool:
+    """Whether a person reads the output (a screenful is then enough)."""
+    return sys.stdout.isatty()
+
+
 owner_option = click.option(
     "--owner", default=DEFAULT_OWNER, show_default=True, help="Whose mail to look at."
 )
@@ -91,7 +96,7 @@ def list_command(
     repaired: bool,
 ) -> None:
     """List messages, newest first (unread ones marked *)."""
-    if limit is None and sys.stdout.isatty():
+    if limit is None and on_terminal():
         limit = TERMINAL_LIMIT
     with app.existing_store.session() as session:
         user = get_user(session, owner)

@@ -101,6 +101,7 @@ def cli(ctx: click.Context, data_dir: Path | None, database_url: str | None, ver
     """mailroom: every mail account in one database, threaded, sorted and served."""
     setup_logging(verbose, engine=ctx.invoked_subcommand in ENGINE_COMMANDS)
     ctx.obj = AppContext(data_dir=data_dir, database_url=database_url)
+    ctx.call_on_close(ctx.obj.close)  # in-process callers (tests, scripts) keep no connections
 
 
 def main() -> None:
