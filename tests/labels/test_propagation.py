@@ -225,3 +225,14 @@ def test_an_action_without_changes_wakes_nobody(store: Store, woken: list[list[i
     with store.session() as session:
         Operations(session, user).star([a])
     assert woken == [[account]]
+
+
+def test_a_backlog_larger_than_a_batch_is_carried_in_one_run(store: Store) -> None:
+    """More due changes than one batch holds are offered batch after batch until none is left."""
+    user, account, ids = _setup(store)
+    with store.session() as session:
+        Operations(session, user).star(ids)
+    _age(store)
+    propagator = Scripted()
+    assert propagate_pending(store, account, propagator, NOW, limit=2).done == 3
+    assert [len(batch) for batch in propagator.batches] == [2, 1]

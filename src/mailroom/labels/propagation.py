@@ -200,6 +200,8 @@ def propagate_pending(
         run.lost += len(open_ids)
         if open_ids or (run.done, run.retried, run.failed) == before:
             return run  # something is left for a later run
+        if sum(len(changes.entries) for changes in batch) < limit:
+            return run  # that was all that was due (the job looks again before it stops)
 
 
 def _settle(
