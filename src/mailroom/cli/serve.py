@@ -3,7 +3,8 @@
 By default it also runs the engine in the same process (the embedded
 default): a consumer for every queue and the watch supervisor with its
 periodic duties. ``--no-jobs`` serves HTTP only, for deployments that run
-``mailroom worker`` and ``mailroom supervisor`` separately.
+``mailroom worker`` and ``mailroom supervisor`` separately (its actions still
+enqueue their propagation right after they commit).
 
 ``--tls-cert`` and ``--tls-key`` (PEM files, given together) switch to
 https, which some JMAP clients insist on. On Ctrl-C open push streams end
@@ -115,15 +116,14 @@ def serve_command(
         ssl_keyfile=str(tls_key) if tls_key else None,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
-    runtime = None
-    if not no_jobs:
-        from mailroom.jobs.runtime import Runtime
+    from mailroom.jobs.runtime import Runtime
 
-        runtime = Runtime(app.store, app.settings)
+    # Also with --no-jobs: actions taken here enqueue their propagation after commit.
+    runtime = Runtime(app.store, app.settings)
+    if not no_jobs:
         runtime.start_consumers()
         runtime.start_supervisor()
     try:
         Server(config).run()
     finally:
-        if runtime is not None:
-            runtime.stop()
+        runtime.stop()
