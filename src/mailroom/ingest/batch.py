@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -28,7 +27,8 @@ from sqlalchemy.orm import Session
 
 from mailroom.conversations.references import reference_chain
 from mailroom.conversations.subject import subject_key
-from mailroom.ingest.pipeline import Batch, StoredMessage, run_pipeline
+from mailroom.ingest.model import Batch, BatchResult, IncomingMessage, StoredMessage
+from mailroom.ingest.pipeline import run_pipeline
 from mailroom.mime import Address, ParsedMessage, parse_message
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
@@ -37,45 +37,6 @@ from mailroom.store.models import Message, MessageLabel, MessageLocation, Messag
 from mailroom.store.search import SearchDocument, index_documents
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """Where the provider keeps a message: a folder plus UID or a file key."""
-
-    folder_id: int
-    uidvalidity: int | None = None
-    uid: int | None = None
-    provider_ref: str | None = None
-
-
-@dataclass(slots=True)
-class IncomingMessage:
-    """One message as a provider hands it over."""
-
-    provider_id: str
-    raw: bytes | None
-    label_ids: list[int] = field(default_factory=list)
-    locations: list[Location] = field(default_factory=list)
-    received_at: datetime | None = None  # authoritative arrival time (IMAP INTERNALDATE)
-    fallback_time: datetime | None = None  # used when neither headers nor provider know better
-    provider_thread_id: str | None = None
-    provider_labels: list[str] = field(default_factory=list)
-    seen: bool = False
-    parsed: ParsedMessage | None = None
-
-
-@dataclass
-class BatchResult:
-    """What storing a batch did."""
-
-    account_id: int
-    user_id: int
-    created_ids: list[int] = field(default_factory=list)
-    duplicate_ids: list[int] = field(default_factory=list)
-    repaired: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    thread_ids: set[int] = field(default_factory=set)
 
 
 def _insert(session: Session, table: Any) -> sqlite.Insert | postgresql.Insert:

@@ -20,11 +20,9 @@ Each stage has a name and one method; the list is ``PIPELINE``.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from sqlalchemy import select, update
-from sqlalchemy.orm import Session
 
 from mailroom.categories import CategoryFacts, categorize
 from mailroom.categories.correspondents import (
@@ -37,49 +35,13 @@ from mailroom.categories.correspondents import (
     switched_off,
 )
 from mailroom.conversations.subject import is_reply
+from mailroom.ingest.model import Batch
 from mailroom.mime import ParsedMessage
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts, insert_rows, update_by_id
 from mailroom.store.models import Blob, Message, MessageBody, Thread, utcnow
 
-if TYPE_CHECKING:
-    from mailroom.ingest.batch import IncomingMessage
-
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class StoredMessage:
-    """A message this batch inserted: its id, what the provider gave, what parsing found."""
-
-    message_id: int
-    incoming: IncomingMessage
-    parsed: ParsedMessage
-    raw_sha256: str | None = None  # the key of the raw bytes (``messages.raw_sha256``)
-
-
-@dataclass
-class Batch:
-    """The state the stages share while processing one batch."""
-
-    session: Session
-    account_id: int
-    user_id: int
-    messages: list[StoredMessage]
-    touched_threads: set[int] = field(default_factory=set)
-    destroyed_threads: set[int] = field(default_factory=set)
-    correspondents: frozenset[str] = frozenset()
-    switched_off: frozenset[str] = frozenset()
-    owner_addresses: frozenset[str] = frozenset()
-    sent_label: int | None = None
-    new_correspondents: set[str] = field(default_factory=set)
-
-    def sent_by_owner(self, item: StoredMessage) -> bool:
-        """Whether the owner sent this message (it is in Sent, or From is an own address)."""
-        if self.sent_label is not None and self.sent_label in item.incoming.label_ids:
-            return True
-        sender = item.parsed.from_[0].email.lower() if item.parsed.from_ else ""
-        return bool(sender) and sender in self.owner_addresses
 
 
 class Stage(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from mailroom.ingest.batch import BatchResult
+from mailroom.ingest.model import BatchResult
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
-from mailroom.ingest.batch import BatchResult
+from mailroom.ingest.model import BatchResult
 from mailroom.ingest.routing import BACKLOG, LIVE, RECENT_QUEUE, queue_for
 from mailroom.jobs.leases import Leases, LocalLeases
 from mailroom.jobs.status import clear_failure, record_failure

@@ -8,7 +8,7 @@ For a page (at most 50 UIDs of one folder):
    change) are only *re-located*: a location row, the folder's label, the flags —
    they are never downloaded again;
 3. the rest is downloaded (``BODY.PEEK[]``, in chunks of at most 16 MiB), and
-   stored through :func:`mailroom.ingest.store_batch` — raw bytes kept, pipeline
+   stored through :func:`mailroom.ingest.commit_batch` — raw bytes kept, pipeline
    run, exactly once by the (account, provider id) constraint — in one
    transaction with the re-locations; the steps run after the commit.
 
@@ -28,10 +28,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.orm import Session
 
-from mailroom.ingest import IncomingMessage, Location, store_batch
-from mailroom.ingest.batch import BatchResult
-from mailroom.ingest.steps import run_steps
+from mailroom.ingest import BatchResult, IncomingMessage, Location, commit_batch
 from mailroom.mime import ParsedMessage
 from mailroom.providers.base import TransientError
 from mailroom.providers.imap.connection import CommandError, FetchData, ImapConnection, uid_set
@@ -256,13 +255,12 @@ def _store(
     relocations: Sequence[tuple[int, int, frozenset[str] | None]],
     items: Sequence[IncomingMessage],
 ) -> BatchResult:
-    with store.session() as session:
+    def relocate(session: Session) -> None:
         changes = ChangeSet()
         add_locations(session, scope, changes, folder_id, uidvalidity, relocations)
         changes.record(session, scope.user_id)
-        result = store_batch(session, scope.account_id, scope.user_id, items)
-    run_steps(result)
-    return result
+
+    return commit_batch(store, scope.account_id, scope.user_id, items, before=relocate)
 
 
 def store_page(

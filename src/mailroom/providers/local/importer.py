@@ -18,9 +18,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from mailroom.ingest import IncomingMessage, Location, store_batch
+from mailroom.ingest import IncomingMessage, Location, commit_batch
 from mailroom.ingest.collector import fewer_collections
-from mailroom.ingest.steps import run_steps
 from mailroom.labels.resolver import bind, ensure_system_labels, resolve_path
 from mailroom.mime import ParsedMessage
 from mailroom.mime.pool import ParsePool
@@ -97,7 +96,9 @@ def import_path(
 
     def save(chunk: list[LocalMessage], parsed: list[ParsedMessage]) -> None:
         readable = [message for message in chunk if message.raw is not None]
-        with store.session() as session:
+
+        def build(session: Session) -> list[IncomingMessage]:
+            # In the batch's transaction: a folder first seen here is created with it.
             items: list[IncomingMessage] = []
             for message, parsed_message in zip(readable, parsed, strict=True):
                 if message.folder not in folders:
@@ -114,8 +115,9 @@ def import_path(
                         parsed=parsed_message,
                     )
                 )
-            result = store_batch(session, account_id, user_id, items)
-        run_steps(result)
+            return items
+
+        result = commit_batch(store, account_id, user_id, build)
         summary.imported += len(result.created_ids)
         summary.duplicates += len(result.duplicate_ids)
         summary.repaired += result.repaired
