@@ -1,9 +1,25 @@
-"""JMAP methods, one module per data type; :data:`METHODS` maps names to handlers."""
+"""JMAP methods; :data:`METHODS` maps names to handlers and is the one table.
+
+One module per data type; Email, the largest, has one module per method
+(``email_get``, ``email_changes``, ``email_query``, ``email_set``) sharing
+:mod:`~mailroom.jmap.methods.email_reader`.
+"""
 
 from __future__ import annotations
 
 from mailroom.jmap.dispatcher import Handler, Method
-from mailroom.jmap.methods import core, email, identity, mailbox, snippet, submission, thread
+from mailroom.jmap.methods import (
+    core,
+    email_changes,
+    email_get,
+    email_query,
+    email_set,
+    identity,
+    mailbox,
+    snippet,
+    submission,
+    thread,
+)
 from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION
 
 GET = frozenset({"accountId", "ids", "properties"})
@@ -36,13 +52,13 @@ METHODS: dict[str, Method] = {
     "Mailbox/queryChanges": _method(MAIL, mailbox.mailbox_query_changes, QUERY_CHANGES),
     "Thread/get": _method(MAIL, thread.thread_get, GET),
     "Thread/changes": _method(MAIL, thread.thread_changes, CHANGES),
-    "Email/get": _method(MAIL, email.email_get, EMAIL_GET),
-    "Email/changes": _method(MAIL, email.email_changes, CHANGES),
-    "Email/query": _method(MAIL, email.email_query, QUERY | {"collapseThreads"}),
+    "Email/get": _method(MAIL, email_get.email_get, EMAIL_GET),
+    "Email/changes": _method(MAIL, email_changes.email_changes, CHANGES),
+    "Email/query": _method(MAIL, email_query.email_query, QUERY | {"collapseThreads"}),
     "Email/queryChanges": _method(
-        MAIL, email.email_query_changes, QUERY_CHANGES | {"collapseThreads"}
+        MAIL, email_query.email_query_changes, QUERY_CHANGES | {"collapseThreads"}
     ),
-    "Email/set": _method(MAIL, email.email_set, SET),
+    "Email/set": _method(MAIL, email_set.email_set, SET),
     "SearchSnippet/get": _method(
         MAIL, snippet.snippet_get, frozenset({"accountId", "filter", "emailIds"})
     ),
