@@ -25,16 +25,16 @@ QUEUES = (
     "enrich_backlog",  # follow-up for old mail
     "release",  # delayed releases of held mail (assistant)
     "propagate",  # pending changes → providers
+    # Outgoing mail, one queue per lane (mailroom.outbound.lanes): the queue is the pace.
+    "send_urgent",
+    "send_calm",
+    "send_direct",
 )
 
 
 def make_queues(settings: Settings, names: tuple[str, ...] = QUEUES) -> dict[str, Huey]:
     """One huey per queue name, on Redis when configured, else SQLite in the data dir."""
-    unknown = [name for name in names if name not in QUEUES]
-    if unknown:
-        raise ConfigError(
-            f"There is no queue called {unknown[0]!r}; the queues are {', '.join(QUEUES)}."
-        )
+    _check_names(names)
     queues: dict[str, Huey] = {}
     for name in names:
         if settings.redis_url:
@@ -52,8 +52,21 @@ def make_queues(settings: Settings, names: tuple[str, ...] = QUEUES) -> dict[str
 
 
 def parse_queue_list(text: str) -> tuple[str, ...]:
-    """``"ingest, propagate"`` → ``("ingest", "propagate")``; ``all`` means every queue."""
+    """``"ingest, propagate"`` → ``("ingest", "propagate")``; ``all`` means every queue.
+
+    Raises :class:`ConfigError` for a name that is not a queue, so ``mailroom worker``
+    refuses a typo before it opens the store.
+    """
     names = tuple(part.strip() for part in text.split(",") if part.strip())
     if not names or names == ("all",):
         return QUEUES
+    _check_names(names)
     return names
+
+
+def _check_names(names: tuple[str, ...]) -> None:
+    unknown = [name for name in names if name not in QUEUES]
+    if unknown:
+        raise ConfigError(
+            f"There is no queue called {unknown[0]!r}; the queues are {', '.join(QUEUES)}."
+        )
