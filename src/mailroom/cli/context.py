@@ -173,6 +173,20 @@ def setup_logging(verbose: bool, *, engine: bool = True) -> None:
         logging.getLogger("mailroom.operator").setLevel(logging.ERROR)
 
 
+def format_option(
+    default: str, machine: str, help: str | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """``--format {default,machine}`` stored as ``output``: one for people, one for programs."""
+    return click.option(
+        "--format",
+        "output",
+        type=click.Choice([default, machine]),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
 def echo_json(obj: Any) -> None:
     """Print one JSON object on its own line."""
     import json

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mailroom.categories.cascade import CATEGORIES
-from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
+from mailroom.cli.context import AppContext, echo_json, format_option, pass_app, plain_errors
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.reading import (
     MessageFilter,
@@ -56,19 +56,12 @@ def _print(rows: list[dict[str, Any]], output: str) -> None:
     Console().print(table)
 
 
-format_option = click.option(
-    "--format",
-    "output",
-    type=click.Choice(["table", "jsonl"]),
-    default="table",
-    show_default=True,
-    help="jsonl prints one JSON object per message.",
-)
+list_format = format_option("table", "jsonl", "jsonl prints one JSON object per message.")
 
 
 @click.command("list")
 @owner_option
-@format_option
+@list_format
 @click.option(
     "--limit",
     type=click.IntRange(min=1),
@@ -122,7 +115,7 @@ def list_command(
 @click.command("search")
 @click.argument("query")
 @owner_option
-@format_option
+@list_format
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @pass_app
 @plain_errors
@@ -189,14 +182,7 @@ def show_text(detail: dict[str, Any]) -> str:
 @click.command("show")
 @click.argument("message", type=int)
 @owner_option
-@click.option(
-    "--format",
-    "output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json prints one JSON object with every field, for programs.",
-)
+@format_option("text", "json", "json prints one JSON object with every field, for programs.")
 @pass_app
 @plain_errors
 def show_command(app: AppContext, message: int, owner: str, output: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
+from mailroom.cli.context import AppContext, echo_json, format_option, pass_app, plain_errors
 from mailroom.owners import DEFAULT_OWNER, get_or_create_user, get_user
 from mailroom.rules import add_rule, list_rules, parse_rule, remove_rule
 
@@ -77,14 +77,7 @@ def add_command(
 
 @rules_group.command("list")
 @owner_option
-@click.option(
-    "--format",
-    "output",
-    type=click.Choice(["text", "jsonl"]),
-    default="text",
-    show_default=True,
-    help="jsonl prints one JSON object per rule.",
-)
+@format_option("text", "jsonl", "jsonl prints one JSON object per rule.")
 @pass_app
 @plain_errors
 def list_command(app: AppContext, owner: str, output: str) -> None:
