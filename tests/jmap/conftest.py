@@ -26,6 +26,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from starlette.applications import Starlette
 
 from mailroom.jmap.app import JmapConfig
 from mailroom.jmap.auth import create_token, set_password
@@ -74,18 +75,17 @@ def free_port() -> int:
         return port
 
 
-def run_server(
-    store: Store,
-    *,
-    certfile: Path | None = None,
-    keyfile: Path | None = None,
-    jmap: JmapConfig | None = None,
-) -> Iterator[Server]:
-    """Serve the app until the generator is closed; push streams end before shutdown."""
+def serve(
+    app: Starlette, certfile: Path | None = None, keyfile: Path | None = None
+) -> Iterator[str]:
+    """Serve ``app`` under uvicorn on a free loopback port until the generator is closed.
+
+    Yields the base URL (https when a certificate is given); the JMAP and the web
+    fixtures both run their servers through this one.
+    """
     port = free_port()
-    jmap = jmap or JmapConfig(poll_interval=0.05)
     config = uvicorn.Config(
-        create_app(store, jmap=jmap),
+        app,
         host="127.0.0.1",
         port=port,
         log_level="warning",
@@ -99,12 +99,26 @@ def run_server(
     deadline = time.monotonic() + 10
     while not runner.started and time.monotonic() < deadline:
         time.sleep(0.02)
-    scheme = "https" if certfile else "http"
-    yield Server(f"{scheme}://127.0.0.1:{port}", jmap, str(certfile) if certfile else True)
-    jmap.stopping.set()
-    time.sleep(0.1)
+    yield f"{'https' if certfile else 'http'}://127.0.0.1:{port}"
     runner.should_exit = True
     thread.join(timeout=10)
+
+
+def run_server(
+    store: Store,
+    *,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+    jmap: JmapConfig | None = None,
+) -> Iterator[Server]:
+    """Serve the app until the generator is closed; push streams end before shutdown."""
+    jmap = jmap or JmapConfig(poll_interval=0.05)
+    serving = serve(create_app(store, jmap=jmap), certfile, keyfile)
+    base = next(serving)
+    yield Server(base, jmap, str(certfile) if certfile else True)
+    jmap.stopping.set()
+    time.sleep(0.1)
+    next(serving, None)
 
 
 @pytest.fixture

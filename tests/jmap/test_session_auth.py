@@ -22,8 +22,8 @@ from mailroom.store.engine import Store
 from mailroom.store.models import utcnow
 from mailroom.web.app import create_app
 from tests.helpers import make_account
-from tests.jmap.conftest import CORE, MAIL, PASSWORD, Jmap, Person, Server
-from tests.web.conftest import POLICY, Clock, serve
+from tests.jmap.conftest import CORE, MAIL, PASSWORD, Jmap, Person, Server, serve
+from tests.web.conftest import POLICY, Clock
 
 
 def test_session_has_absolute_urls_capabilities_and_one_account(

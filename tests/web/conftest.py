@@ -1,31 +1,26 @@
 """Web fixtures: the whole application under uvicorn on loopback, a clock, signed-in browsers.
 
-``serve`` runs any application in a thread on a free port (http, or https
-with a certificate), so cookies, redirects and the lock-out are tested over
-real HTTP on both stores. ``Clock`` is the injectable time of the sign-in
+``serve`` (shared with the JMAP fixtures) runs any application in a thread on
+a free port (http, or https with a certificate), so cookies, redirects and the
+lock-out are tested over real HTTP on both stores. ``Clock`` is the injectable time of the sign-in
 limiter: tests move it past the lock-out window instead of sleeping.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-from starlette.applications import Starlette
 
 from mailroom.jmap.auth import Authenticator, LockoutPolicy, SignInLimiter, set_password
 from mailroom.store.engine import Store
 from mailroom.store.models import utcnow
 from mailroom.web.app import create_app
-from tests.jmap.conftest import free_port
+from tests.jmap.conftest import serve
 
 PASSWORD = "correct horse battery staple"
 POLICY = LockoutPolicy(
@@ -45,31 +40,6 @@ class Clock:
     def advance(self, delta: timedelta) -> None:
         """Move the clock forward."""
         self.now += delta
-
-
-def serve(
-    app: Starlette, certfile: Path | None = None, keyfile: Path | None = None
-) -> Iterator[str]:
-    """Serve ``app`` until the generator is closed; yields the base URL."""
-    port = free_port()
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        ssl_certfile=str(certfile) if certfile else None,
-        ssl_keyfile=str(keyfile) if keyfile else None,
-        timeout_graceful_shutdown=2,
-    )
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not runner.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"{'https' if certfile else 'http'}://127.0.0.1:{port}"
-    runner.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture
