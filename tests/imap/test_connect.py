@@ -62,7 +62,7 @@ def test_adding_an_account_is_offline_and_the_password_sealed(
         box.open(account.secret, "account:999")
     with pytest.raises(ConfigError, match="already has an account"):
         add_imap_account(store, settings, name="far", host="h.example", login="x", password="y")
-    assert isinstance(registry.syncer_for(store, account, settings), ImapSyncer)
+    assert isinstance(registry.syncer_for(store, account.provider, settings), ImapSyncer)
 
 
 def test_bad_values_and_a_missing_key_are_refused_in_plain_words(

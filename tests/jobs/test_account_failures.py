@@ -14,7 +14,7 @@ from mailroom.errors import ConfigError
 from mailroom.jobs.queues import make_queues
 from mailroom.jobs.status import record_failure
 from mailroom.jobs.tasks import Jobs
-from mailroom.providers.base import failure_reason
+from mailroom.providers.errors import failure_reason
 from mailroom.providers.imap.account import ImapConfig, add_imap_account
 from mailroom.providers.imap.connection import _bad_certificate
 from mailroom.providers.netguard import BlockedHostError, UnresolvableHostError, unreachable

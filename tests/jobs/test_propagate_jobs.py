@@ -19,7 +19,7 @@ from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers import registry
 from mailroom.providers.base import MessageChanges, Outcome
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, PendingChange
+from mailroom.store.models import PendingChange
 from tests.factories import make_message
 from tests.helpers import ingest
 
@@ -32,9 +32,6 @@ class Recorder:
 
     def __init__(self, store: Store, settings: Settings | None = None) -> None:
         self.store = store
-
-    def supports(self, account: Account) -> bool:
-        return account.provider == "recorded"
 
     def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
         self.batches.append([changes.message_id for changes in batch])

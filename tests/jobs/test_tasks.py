@@ -17,7 +17,6 @@ from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers import registry
 from mailroom.providers.base import ImportState
 from mailroom.store.engine import Store
-from mailroom.store.models import Account
 
 PAGES = 3
 
@@ -31,16 +30,13 @@ class PagedImporter:
     def __init__(self, store: Store, settings: Settings | None = None) -> None:
         self.store = store
 
-    def supports(self, account: Account) -> bool:
-        return account.provider == "paged"
+    def import_page(self, account_id: int) -> bool:
+        self.calls.append(account_id)
+        self.done[account_id] = self.done.get(account_id, 0) + 1
+        return self.done[account_id] < PAGES
 
-    def import_page(self, account: Account) -> bool:
-        self.calls.append(account.id)
-        self.done[account.id] = self.done.get(account.id, 0) + 1
-        return self.done[account.id] < PAGES
-
-    def state(self, account: Account) -> ImportState:
-        done = self.done.get(account.id, 0)
+    def state(self, account_id: int) -> ImportState:
+        done = self.done.get(account_id, 0)
         return ImportState(importing=done < PAGES, done=done, total=PAGES)
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import MAX_ATTEMPTS, backoff, propagate_pending
 from mailroom.providers.base import MessageChanges, Outcome, TransientError
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, PendingChange
+from mailroom.store.models import PendingChange
 from tests.factories import make_message
 from tests.helpers import ingest, make_account
 
@@ -27,9 +27,6 @@ class Scripted:
         self.answer = answer
         self.fail_after = fail_after  # raise TransientError after this many outcomes
         self.batches: list[list[MessageChanges]] = []
-
-    def supports(self, account: Account) -> bool:
-        return True
 
     def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
         self.batches.append(list(batch))

@@ -1,18 +1,16 @@
-"""``mailroom account add imap``, ``mailroom account disconnect`` and ``mailroom accounts``."""
+"""``mailroom account add PROVIDER``, ``mailroom account disconnect`` and ``mailroom accounts``."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
 from sqlalchemy import select
 
-from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors, read_password
+from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
 from mailroom.errors import NotFoundError
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.providers import registry
-from mailroom.providers.imap.account import TLS_MODES, add_imap_account
 from mailroom.store.models import Account, User
 
 
@@ -21,61 +19,30 @@ def account_group() -> None:
     """Connect and disconnect mail accounts."""
 
 
-@account_group.group("add")
+class _ProviderCommands(click.Group):
+    """``account add NAME``: one subcommand per registered provider that offers one.
+
+    The commands come from the provider registry (``ProviderEntry.add_command``),
+    built only when asked for, so this module names no provider.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in registry.names() if _entry_command(name) is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return _entry_command(cmd_name)
+
+
+def _entry_command(name: str) -> click.Command | None:
+    entry = registry.find(name)
+    if entry is None or entry.add_command is None:
+        return None
+    return entry.add_command()
+
+
+@account_group.group("add", cls=_ProviderCommands)
 def account_add_group() -> None:
     """Connect a new account (offline: the first sync checks the credentials)."""
-
-
-@account_add_group.command("imap")
-@click.option("--name", required=True, help="A name for the account, unique per owner.")
-@click.option("--host", required=True, help="The IMAP server, e.g. imap.example.org.")
-@click.option("--port", type=int, default=None, help="Default 993 for ssl, 143 otherwise.")
-@click.option(
-    "--tls",
-    type=click.Choice(TLS_MODES),
-    default="ssl",
-    show_default=True,
-    help="Implicit TLS, STARTTLS, or none (trusted networks only).",
-)
-@click.option("--login", required=True, help="The user name to log in with.")
-@click.option(
-    "--password-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Read the password from this file (one line).",
-)
-@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
-@click.option("--owner", default=DEFAULT_OWNER, show_default=True, help="User owning the account.")
-@pass_app
-@plain_errors
-def add_imap_command(
-    app: AppContext,
-    name: str,
-    host: str,
-    port: int | None,
-    tls: str,
-    login: str,
-    password_file: Path | None,
-    password_stdin: bool,
-    owner: str,
-) -> None:
-    """Add an IMAP account; the password is stored encrypted under the master key."""
-    password = read_password(password_file, password_stdin)
-    add_imap_account(
-        app.store,
-        app.settings,
-        name=name,
-        host=host,
-        port=port,
-        tls=tls,
-        login=login,
-        password=password,
-        owner=owner,
-    )
-    click.echo(
-        f"Added the IMAP account {name!r} ({login} at {host}); "
-        f"`mailroom sync {name}` checks the login and fetches mail."
-    )
 
 
 @account_group.command("disconnect")
@@ -158,8 +125,12 @@ def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
         if owner is not None:
             query = query.where(User.id == get_user(session, owner).id)
         for account, user_name in session.execute(query.order_by(User.name, Account.name)):
-            importer = registry.importer_for(store, account, app.settings)
-            importing = importer.state(account).importing if importer is not None else False
+            importer = (
+                registry.importer_for(store, account.provider, app.settings)
+                if account.status != "disconnected"  # a disconnected account imports nothing
+                else None
+            )
+            importing = importer.state(account.id).importing if importer is not None else False
             rows.append(
                 {
                     "owner": user_name,

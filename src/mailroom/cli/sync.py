@@ -23,7 +23,8 @@ from mailroom.errors import MailroomError, NotFoundError
 from mailroom.labels.propagation import propagate_pending
 from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.providers import registry
-from mailroom.providers.base import AuthError, Importer, TransientError, failure_reason
+from mailroom.providers.base import AuthError, Importer, TransientError
+from mailroom.providers.errors import account_outcome
 from mailroom.store.models import Account
 
 RETRIES = 3  # consecutive broken connections tolerated per account while importing
@@ -42,8 +43,8 @@ class _Run:
 
 def _said(error: AuthError | TransientError) -> str:
     """The failure in words for whoever runs the command (the operator's reason, once)."""
-    reason = failure_reason(error)
-    return f"{reason}; the next sync tries again" if isinstance(error, TransientError) else reason
+    outcome = account_outcome(error)
+    return f"{outcome.reason}; the next sync tries again" if outcome.retry else outcome.reason
 
 
 def _load(session_accounts: list[Account]) -> list[Account]:
@@ -74,20 +75,20 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
     runs: list[_Run] = []
     failed = False
     for acct in accounts:
-        syncer = registry.syncer_for(store, acct, settings)
+        syncer = registry.syncer_for(store, acct.provider, settings)
         if syncer is None:
             continue
         try:
-            propagator = registry.propagator_for(store, acct, settings)
+            propagator = registry.propagator_for(store, acct.provider, settings)
             if propagator is not None:
                 propagate_pending(store, acct.id, propagator)
-            touched = syncer.sync(acct)
+            touched = syncer.sync(acct.id)
         except (AuthError, TransientError) as exc:
             click.echo(f"mailroom: {acct.name}: {_said(exc)}", err=True)
             failed = True
             continue
         click.echo(f"{acct.name}: synced ({len(touched)} folders changed).")
-        runs.append(_Run(acct.id, acct.name, registry.importer_for(store, acct, settings)))
+        runs.append(_Run(acct.id, acct.name, registry.importer_for(store, acct.provider, settings)))
     if not runs:
         if failed:
             sys.exit(1)
@@ -95,20 +96,15 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
             click.echo("There is no account to sync; add one with `mailroom account add imap`.")
         return
     with progress_bar() as progress:
-        by_id = {}
-        with store.session() as session:
-            for run in runs:
-                row = session.get(Account, run.account_id)
-                assert row is not None
-                by_id[run.account_id] = row
-                if run.importer is not None:
-                    state = run.importer.state(row)
-                    run.done = not state.importing
-                    run.task = progress.add_task(
-                        f"Importing {run.name}", total=state.total or None, completed=state.done
-                    )
-                else:
-                    run.done = True
+        for run in runs:
+            if run.importer is not None:
+                state = run.importer.state(run.account_id)
+                run.done = not state.importing
+                run.task = progress.add_task(
+                    f"Importing {run.name}", total=state.total or None, completed=state.done
+                )
+            else:
+                run.done = True
         try:
             while True:
                 active = [r for r in runs if not r.done and r.importer is not None]
@@ -116,9 +112,8 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
                     break
                 for run in active:
                     assert run.importer is not None
-                    row = by_id[run.account_id]
                     try:
-                        more = run.importer.import_page(row)
+                        more = run.importer.import_page(run.account_id)
                         run.failures = 0
                     except TransientError as exc:
                         run.failures += 1
@@ -130,7 +125,7 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
                     except MailroomError as exc:
                         run.error, run.done = str(exc), True
                         continue
-                    state = run.importer.state(row)
+                    state = run.importer.state(run.account_id)
                     if run.task is not None:
                         progress.update(run.task, total=state.total or None, completed=state.done)
                     run.done = not more or not until_imported
@@ -145,10 +140,7 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
             continue
         if run.importer is None:
             continue
-        with store.session() as session:
-            row = session.get(Account, run.account_id)
-            assert row is not None
-            state = run.importer.state(row)
+        state = run.importer.state(run.account_id)
         if state.importing:
             click.echo(f"{run.name}: history {state.done}/{state.total} imported, more to come.")
         else:

@@ -128,10 +128,9 @@ class Runtime:
     def _watcher_for(self, account_id: int) -> Watcher | None:
         with self.store.session() as session:
             provider = session.scalar(select(Account.provider).where(Account.id == account_id))
-        if provider is None or provider not in registry.names():
+        if provider is None:
             return None
-        factory = registry.get(provider).watcher
-        return factory(self.store, account_id, self.settings) if factory else None
+        return registry.watcher_for(self.store, provider, account_id, self.settings)
 
     def _propagate_due(self) -> None:
         # Enqueued directly, not through the coalescing marker: this also heals a lost job.

@@ -14,7 +14,7 @@ import threading
 
 from sqlalchemy import select, update
 
-from mailroom.providers.base import failure_reason, failure_status
+from mailroom.providers.errors import account_outcome
 from mailroom.store.engine import Store
 from mailroom.store.models import Account
 
@@ -34,11 +34,11 @@ def record_failure(
     store: Store, account_id: int, error: BaseException, *, watch_state: str | None = None
 ) -> str:
     """Store the failure's status and reason on the account; log it once. Returns the reason."""
-    reason = failure_reason(error)[:_REASON_LENGTH]
+    outcome = account_outcome(error)
+    reason = outcome.reason[:_REASON_LENGTH]
     values: dict[str, object] = {"status_reason": reason}
-    status = failure_status(error)
-    if status is not None:
-        values["status"] = status
+    if outcome.status is not None:
+        values["status"] = outcome.status
     if watch_state is not None:
         values["watch_state"] = watch_state
     with store.session() as session:

@@ -17,7 +17,8 @@ while (it reported ``healthy``) resets it. Error semantics (watch and poll):
 AuthError → account ``auth_error``, stop watching; ConfigError (no master key)
 → stop watching in this process, status unchanged; RateLimitError → retry on
 the next tick; InvalidCursorError → the provider resets and resyncs the last
-30 days on the next poll; anything else → log and retry. Every failure that
+30 days on the next poll; anything else → log and retry — all as
+:func:`mailroom.providers.errors.account_outcome` maps them. Every failure that
 says why is recorded as the account's ``status_reason`` and logged once
 (:mod:`mailroom.jobs.status`), never as a traceback per attempt.
 
@@ -40,16 +41,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
 
-from mailroom.errors import ConfigError, ProviderError
 from mailroom.jobs.leases import Leases
 from mailroom.jobs.status import record_failure
-from mailroom.providers.base import (
-    AuthError,
-    InvalidCursorError,
-    RateLimitError,
-    TransientError,
-    Watcher,
-)
+from mailroom.providers.base import Watcher
+from mailroom.providers.errors import account_outcome
 from mailroom.store.engine import Store
 from mailroom.store.models import Account
 
@@ -189,19 +184,21 @@ class Supervisor:
         failure = watch.failure
         ran_for = now - watch.started_at
         self._end_thread(watch, account_id)
-        if isinstance(failure, AuthError):
-            record_failure(self.store, account_id, failure, watch_state="idle")
-            self._stop_watch(account_id, "idle")
-            return
-        if isinstance(failure, ConfigError):
-            # No master key (or the wrong one): every restart would fail the same way
-            # until the operator fixes the setting and restarts; the poll still says so.
-            record_failure(self.store, account_id, failure, watch_state="idle")
-            watch.stopped = True
-            self._release(account_id, watch)
-            return
-        if isinstance(failure, ProviderError):
-            record_failure(self.store, account_id, failure)
+        if failure is not None:
+            outcome = account_outcome(failure)
+            if outcome.status is not None:  # auth_error: the owner must act
+                record_failure(self.store, account_id, failure, watch_state="idle")
+                self._stop_watch(account_id, "idle")
+                return
+            if not outcome.retry:
+                # No master key (or the wrong one): every restart would fail the same way
+                # until the operator fixes the setting and restarts; the poll still says so.
+                record_failure(self.store, account_id, failure, watch_state="idle")
+                watch.stopped = True
+                self._release(account_id, watch)
+                return
+            if outcome.expected and outcome.recorded:
+                record_failure(self.store, account_id, failure)
         if ran_for >= self.config.healthy_after:
             watch.backoff = self.config.backoff_initial
         delay = watch.backoff
@@ -216,19 +213,18 @@ class Supervisor:
     def _poll(self, account_id: int) -> None:
         try:
             self.poll(account_id)
-        except AuthError as exc:
-            record_failure(self.store, account_id, exc, watch_state="idle")
-            self._stop_watch(account_id, "idle")
-        except RateLimitError:
-            log.info("Poll of account %s was rate limited; retrying next tick.", account_id)
-            self._next_poll = 0.0
-        except InvalidCursorError:
-            log.info("Poll of account %s found its cursor invalid; resyncing.", account_id)
-            self._next_poll = 0.0
-        except (ConfigError, TransientError) as exc:
-            record_failure(self.store, account_id, exc)
-        except Exception:
-            log.exception("Poll of account %s failed; will retry.", account_id)
+        except Exception as exc:
+            outcome = account_outcome(exc)
+            if not outcome.expected:
+                log.exception("Poll of account %s failed; will retry.", account_id)
+            elif outcome.status is not None:  # auth_error: stop watching until the owner acts
+                record_failure(self.store, account_id, exc, watch_state="idle")
+                self._stop_watch(account_id, "idle")
+            elif outcome.recorded:
+                record_failure(self.store, account_id, exc)
+            else:  # the provider's own pace (rate limit) or a cursor reset: poll again soon
+                log.info("Poll of account %s: %s; retrying next tick.", account_id, outcome.reason)
+                self._next_poll = 0.0
 
     # -- stopping ------------------------------------------------------------
 

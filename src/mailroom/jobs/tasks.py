@@ -34,7 +34,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
-from mailroom.errors import ConfigError
+from mailroom.errors import ConfigError, ProviderError
 from mailroom.ingest.model import BatchResult
 from mailroom.ingest.routing import BACKLOG, LIVE, RECENT_QUEUE, queue_for
 from mailroom.jobs.leases import Leases, LocalLeases
@@ -42,7 +42,8 @@ from mailroom.jobs.status import clear_failure, record_failure
 from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import has_due, propagate_pending
 from mailroom.providers import registry
-from mailroom.providers.base import AuthError, RateLimitError, TransientError
+from mailroom.providers.base import AuthError
+from mailroom.providers.errors import account_outcome
 from mailroom.providers.local.propagator import LocalPropagator
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Message, PendingChange, SyncState, User, utcnow
@@ -106,8 +107,31 @@ class Jobs:
             return None
         return account
 
-    def _mark_auth_error(self, account_id: int, error: AuthError) -> None:
-        record_failure(self.store, account_id, error, watch_state="idle")
+    @staticmethod
+    def _watch_reset(error: BaseException) -> dict[str, str]:
+        # An account that needs its owner is not being watched either.
+        return {"watch_state": "idle"} if account_outcome(error).status else {}
+
+    def _failed(
+        self, job: TaskWrapper, account_id: int, attempt: int, error: ProviderError | ConfigError
+    ) -> None:
+        """Handle a failed sync or import page as :func:`account_outcome` says.
+
+        Recorded on the account when it says so (logged once, never raised). A
+        provider-set pace (rate limit: ``retry_after`` > 0) re-enqueues the job
+        without spending an attempt; another retryable failure spends one, up to
+        ``RETRIES``, then the job rests until the supervisor's next poll.
+        """
+        outcome = account_outcome(error)
+        if outcome.recorded:
+            record_failure(self.store, account_id, error, **self._watch_reset(error))
+        if not outcome.retry:
+            return
+        if outcome.retry_after:
+            job.schedule((account_id,), delay=outcome.retry_after)
+        elif attempt < RETRIES:
+            delay = RETRY_DELAY if outcome.retry_after is None else outcome.retry_after
+            job.schedule((account_id, attempt + 1), delay=delay)
 
     def _heartbeat(self, session: Session, account_id: int) -> None:
         state = session.get(SyncState, (account_id, HEARTBEAT))
@@ -129,24 +153,14 @@ class Jobs:
         """
         with self.store.session() as session:
             account = self._account(session, account_id)
-            syncer = registry.syncer_for(self.store, account, self.settings) if account else None
-        if account is None or syncer is None:
+            provider = account.provider if account else None
+        syncer = registry.syncer_for(self.store, provider, self.settings) if provider else None
+        if syncer is None:
             return
         try:
-            syncer.sync(account)
-        except AuthError as error:
-            self._mark_auth_error(account_id, error)
-            return
-        except RateLimitError as error:
-            self.sync_account.schedule((account_id,), delay=error.retry_after or 60)
-            return
-        except TransientError as error:
-            record_failure(self.store, account_id, error)
-            if attempt < RETRIES:
-                self.sync_account.schedule((account_id, attempt + 1), delay=RETRY_DELAY)
-            return
-        except ConfigError as error:  # no master key: nothing works until the operator acts
-            record_failure(self.store, account_id, error)
+            syncer.sync(account_id)
+        except (ProviderError, ConfigError) as error:
+            self._failed(self.sync_account, account_id, attempt, error)
             return
         clear_failure(self.store, account_id)
         self.restart_stalled_import(account_id)
@@ -159,28 +173,16 @@ class Jobs:
         """
         with self.store.session() as session:
             account = self._account(session, account_id)
-            importer = (
-                registry.importer_for(self.store, account, self.settings) if account else None
-            )
+            provider = account.provider if account else None
             if account is not None:
                 self._heartbeat(session, account_id)
-        if account is None or importer is None:
+        importer = registry.importer_for(self.store, provider, self.settings) if provider else None
+        if importer is None:
             return
         try:
-            more = importer.import_page(account)
-        except AuthError as error:
-            self._mark_auth_error(account_id, error)
-            return
-        except RateLimitError as error:
-            self.import_page.schedule((account_id,), delay=error.retry_after or 60)
-            return
-        except TransientError as error:
-            record_failure(self.store, account_id, error)
-            if attempt < RETRIES:
-                self.import_page.schedule((account_id, attempt + 1), delay=RETRY_DELAY)
-            return
-        except ConfigError as error:
-            record_failure(self.store, account_id, error)
+            more = importer.import_page(account_id)
+        except (ProviderError, ConfigError) as error:
+            self._failed(self.import_page, account_id, attempt, error)
             return
         finally:
             importer.close()  # one job, one page: nothing is held until the next job
@@ -192,9 +194,11 @@ class Jobs:
         with self.store.session() as session:
             account = self._account(session, account_id)
             importer = (
-                registry.importer_for(self.store, account, self.settings) if account else None
+                registry.importer_for(self.store, account.provider, self.settings)
+                if account
+                else None
             )
-            if account is None or importer is None or not importer.state(account).importing:
+            if importer is None or not importer.state(account_id).importing:
                 return False
             beat = session.get(SyncState, (account_id, HEARTBEAT))
             last = datetime.fromisoformat(beat.value) if beat and beat.value else None
@@ -243,16 +247,13 @@ class Jobs:
             account = session.get(Account, account_id)
             if account is None:
                 return False
-            propagator = registry.propagator_for(self.store, account, self.settings)
+            propagator = registry.propagator_for(self.store, account.provider, self.settings)
         try:
             run = propagate_pending(
                 self.store, account_id, propagator or LocalPropagator(self.store), self.now()
             )
-        except AuthError as error:
-            self._mark_auth_error(account_id, error)
-            return False
-        except ConfigError as error:  # the pending changes wait; the retry duty tries again
-            record_failure(self.store, account_id, error)
+        except (AuthError, ConfigError) as error:  # the changes wait; the sweep tries again
+            record_failure(self.store, account_id, error, **self._watch_reset(error))
             return False
         return run.lost == 0
 

@@ -1,22 +1,29 @@
 """The extension points every mail provider implements, and the provider errors.
 
 A provider (IMAP, Gmail, Graph, local files) is a set of small services, each a
-``typing.Protocol`` here, registered by name in :mod:`mailroom.providers.registry`:
+``typing.Protocol`` here, registered by name in :mod:`mailroom.providers.registry`
+(the name is ``Account.provider``: dispatch is by that name only). A service is
+built from the store and the settings and takes **account ids**, never ORM
+objects, so it may be used across sessions, threads and processes:
 
 * :class:`Syncer` — *sync*: make sure new mail and changes made elsewhere are seen,
-  then stop. ``sync(account)`` returns the ids of the folders it touched so the
+  then stop. ``sync(account_id)`` returns the ids of the folders it touched so the
   caller can schedule follow-up work per folder. Must be idempotent: running it
   twice (or N-fold on several workers) changes nothing the second time.
 * :class:`Importer` — *import*: the history of an account, one page per call,
-  newest first. ``import_page(account)`` returns whether more work is left. A
+  newest first. ``import_page(account_id)`` returns whether more work is left. A
   page is idempotent; an interrupted page is simply asked for again.
 * :class:`Propagator` — carries pending changes (label changes written to the
   database first) to the provider, a batch of messages per call, and reports an
   :class:`Outcome` per change; :mod:`mailroom.labels.propagation` is the one
   consumer that picks the due changes and keeps their state. Replaying it
   changes nothing.
-* :class:`Watcher` — optional live push (IMAP IDLE); ``run()`` blocks until
-  ``stop()``.
+* :class:`Watcher` — optional live push (IMAP IDLE), built for one account id;
+  ``run()`` blocks until ``stop()``.
+
+A provider stores mail only through :func:`mailroom.ingest.commit_batch` and
+writes its view of stored mail only through :mod:`mailroom.ingest.mirror`; the
+contract suite in ``tests/providers/contract.py`` holds every provider to this.
 
 Errors a provider raises (all :class:`mailroom.errors.ProviderError`, whose text
 is one plain sentence for the account owner)::
@@ -27,6 +34,9 @@ is one plain sentence for the account owner)::
     ├── TransientError       network, DNS, server hiccup: retry later
     │   └── RateLimitError   the provider asked us to slow down (``retry_after``)
     └── InvalidCursorError   a stored cursor is no longer valid: reset and resync
+
+What each failure does to the account (status, reason, retry) is decided in one
+place, :func:`mailroom.providers.errors.account_outcome`.
 """
 
 from __future__ import annotations
@@ -37,7 +47,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from mailroom.errors import ProviderError
-from mailroom.store.models import Account
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -56,8 +65,6 @@ __all__ = [
     "Syncer",
     "TransientError",
     "Watcher",
-    "failure_reason",
-    "failure_status",
 ]
 
 
@@ -65,7 +72,8 @@ class AuthError(ProviderError):
     """The provider refused the credentials (or the host is not allowed): the owner must act.
 
     ``reason`` (optional) is the short cause for the operator's account list, when
-    the sentence meant for the owner is deliberately vaguer (see :func:`failure_reason`).
+    the sentence meant for the owner is deliberately vaguer (see
+    :func:`mailroom.providers.errors.failure_reason`).
     """
 
     reason: str | None = None
@@ -99,27 +107,6 @@ class InvalidCursorError(ProviderError):
     """A stored sync cursor is no longer accepted by the provider: reset it and resync."""
 
 
-def failure_status(error: BaseException) -> str | None:
-    """The account status a failure leads to: ``auth_error`` when retrying cannot help.
-
-    Everything else (a transient failure, a missing master key) leaves the status
-    alone: the account is tried again, and works once the cause is gone.
-    """
-    return "auth_error" if isinstance(error, AuthError) else None
-
-
-def failure_reason(error: BaseException) -> str:
-    """Why an account does not sync, for the operator (``Account.status_reason``).
-
-    The owner-facing sentence (``str(error)``) may hide detail on purpose — the
-    SSRF guard says the same for a blocked and an unresolvable host — but the
-    operator, who reads ``mailroom accounts`` and owns the allow-list, is told
-    what is really wrong.
-    """
-    reason = getattr(error, "reason", None)
-    return reason if isinstance(reason, str) and reason else str(error)
-
-
 @dataclass(frozen=True, slots=True)
 class ImportState:
     """Whether an account is still importing its history, and how far it got."""
@@ -143,11 +130,7 @@ class ImportState:
 class Syncer(Protocol):
     """New mail and changes made elsewhere; one call, then stop."""
 
-    def supports(self, account: Account) -> bool:
-        """Whether this syncer handles the account."""
-        ...
-
-    def sync(self, account: Account) -> list[int]:
+    def sync(self, account_id: int) -> list[int]:
         """Sync the account; returns the ids of the folders it touched. Idempotent."""
         ...
 
@@ -156,15 +139,11 @@ class Syncer(Protocol):
 class Importer(Protocol):
     """The history of an account, one page per call."""
 
-    def supports(self, account: Account) -> bool:
-        """Whether this importer handles the account."""
-        ...
-
-    def import_page(self, account: Account) -> bool:
+    def import_page(self, account_id: int) -> bool:
         """Import one page; returns True while more history is left. Idempotent."""
         ...
 
-    def state(self, account: Account) -> ImportState:
+    def state(self, account_id: int) -> ImportState:
         """Whether the account is still importing (one query), with progress."""
         ...
 
@@ -269,10 +248,6 @@ class Propagator(Protocol):
     run (nothing charged), any other exception charges the unreported changes an
     attempt. Hold no database session across a ``yield``.
     """
-
-    def supports(self, account: Account) -> bool:
-        """Whether this propagator handles the account."""
-        ...
 
     def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
         """Carry the batch; yields the outcomes as they are settled."""

@@ -13,9 +13,13 @@ Contract:
   part (local files are imported once and have nothing to sync); ``watcher`` is
   None when the provider has no live push. ``watcher`` takes (store, account id,
   settings).
-* :func:`syncer_for` asks each registered syncer ``supports(account)`` in
-  registration order and uses the first that claims the account: that is the
-  whole dispatch; nothing outside a provider branches on its name.
+* ``add_command`` (optional) returns the provider's ``mailroom account add NAME``
+  click command, built lazily so that the CLI starts without importing providers;
+  ``cli/accounts.py`` lists these and names no provider.
+* Dispatch is by name only: :func:`syncer_for` (and the others) take the
+  account's ``provider`` value and build that entry's service, or return None
+  when the provider is unknown or has no such part. Whether the account is
+  active is the caller's business; nothing outside a provider branches on its name.
 
 The built-in providers are registered on first use (importing them lazily keeps
 ``mailroom.providers`` free of import cycles).
@@ -25,15 +29,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
 from mailroom.providers.base import Importer, Propagator, Syncer, Watcher
 from mailroom.store.engine import Store
-from mailroom.store.models import Account
+
+if TYPE_CHECKING:
+    import click
 
 __all__ = [
     "ProviderEntry",
+    "find",
     "get",
     "importer_for",
     "names",
@@ -41,6 +49,7 @@ __all__ = [
     "register",
     "syncer_for",
     "unregister",
+    "watcher_for",
 ]
 
 
@@ -53,6 +62,7 @@ class ProviderEntry:
     importer: Callable[[Store, Settings | None], Importer] | None = None
     propagator: Callable[[Store, Settings | None], Propagator] | None = None
     watcher: Callable[[Store, int, Settings | None], Watcher] | None = None
+    add_command: Callable[[], click.Command] | None = None
 
 
 _PROVIDERS: dict[str, ProviderEntry] = {}
@@ -75,7 +85,7 @@ def _load_builtins() -> None:
         return
     _BUILTINS_LOADED = True
     import mailroom.providers.imap  # noqa: F401  (registers itself)
-    import mailroom.providers.local  # noqa: F401  (registers its propagator)
+    import mailroom.providers.local  # noqa: F401  (registers itself)
 
 
 def names() -> list[str]:
@@ -94,41 +104,35 @@ def get(name: str) -> ProviderEntry:
         raise ConfigError(f"There is no mail provider called {name!r} (known: {known}).") from None
 
 
-def syncer_for(store: Store, account: Account, settings: Settings | None = None) -> Syncer | None:
-    """The first registered syncer that claims the account, or None."""
+def find(name: str) -> ProviderEntry | None:
+    """The provider registered under ``name``, or None."""
     _load_builtins()
-    for entry in _PROVIDERS.values():
-        if entry.syncer is None:
-            continue
-        syncer = entry.syncer(store, settings)
-        if syncer.supports(account):
-            return syncer
-    return None
+    return _PROVIDERS.get(name)
 
 
-def importer_for(
-    store: Store, account: Account, settings: Settings | None = None
-) -> Importer | None:
-    """The first registered importer that claims the account, or None."""
-    _load_builtins()
-    for entry in _PROVIDERS.values():
-        if entry.importer is None:
-            continue
-        importer = entry.importer(store, settings)
-        if importer.supports(account):
-            return importer
-    return None
+def syncer_for(store: Store, provider: str, settings: Settings | None = None) -> Syncer | None:
+    """The syncer of the provider called ``provider``, or None."""
+    entry = find(provider)
+    return entry.syncer(store, settings) if entry and entry.syncer else None
+
+
+def importer_for(store: Store, provider: str, settings: Settings | None = None) -> Importer | None:
+    """The importer of the provider called ``provider``, or None."""
+    entry = find(provider)
+    return entry.importer(store, settings) if entry and entry.importer else None
 
 
 def propagator_for(
-    store: Store, account: Account, settings: Settings | None = None
+    store: Store, provider: str, settings: Settings | None = None
 ) -> Propagator | None:
-    """The first registered propagator that claims the account, or None."""
-    _load_builtins()
-    for entry in _PROVIDERS.values():
-        if entry.propagator is None:
-            continue
-        propagator = entry.propagator(store, settings)
-        if propagator.supports(account):
-            return propagator
-    return None
+    """The propagator of the provider called ``provider``, or None."""
+    entry = find(provider)
+    return entry.propagator(store, settings) if entry and entry.propagator else None
+
+
+def watcher_for(
+    store: Store, provider: str, account_id: int, settings: Settings | None = None
+) -> Watcher | None:
+    """A watcher of the account, when its provider has live push; else None."""
+    entry = find(provider)
+    return entry.watcher(store, account_id, settings) if entry and entry.watcher else None

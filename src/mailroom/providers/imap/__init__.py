@@ -3,6 +3,7 @@
 One concept per module:
 
 ``account``     adding an account (offline), its settings and sealed password
+``cli``         ``mailroom account add imap`` (registered as the entry's add command)
 ``connection``  connect/TLS/login with clear errors; the commands sync needs
 ``login``       opening a stored account's connection, recording ``auth_error``
 ``identity``    the provider id of an IMAP message (Message-ID + size, or a hash)
@@ -17,6 +18,8 @@ One concept per module:
 ``propagator``  pending changes → the server: ``ImapPropagator`` (``propagate_pending``)
 ``watcher``     IDLE on the inbox: ``ImapWatcher``
 """
+
+import click
 
 from mailroom.providers import registry
 from mailroom.providers.imap.account import PROVIDER, ImapConfig, add_imap_account
@@ -40,6 +43,13 @@ __all__ = [
     "sync_account",
 ]
 
+
+def _add_command() -> click.Command:
+    from mailroom.providers.imap.cli import add_imap_command  # the CLI only, when asked
+
+    return add_imap_command
+
+
 registry.register(
     registry.ProviderEntry(
         name=PROVIDER,
@@ -49,5 +59,6 @@ registry.register(
         watcher=lambda store, account_id, settings: ImapWatcher(
             store, account_id, settings=settings
         ),
+        add_command=_add_command,
     )
 )

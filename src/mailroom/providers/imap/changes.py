@@ -33,18 +33,16 @@ from dataclasses import dataclass
 
 from sqlalchemy import update
 
-from mailroom.providers.imap.connection import FolderStatus, ImapConnection
-from mailroom.providers.imap.fetcher import fetch_envelopes
-from mailroom.providers.imap.mirror import (
+from mailroom.ingest.mirror import (
     AccountScope,
     ChangeSet,
-    add_locations,
-    apply_flags,
     known_messages,
     located,
-    normalize_flags,
     remove_locations,
 )
+from mailroom.providers.imap.connection import FolderStatus, ImapConnection
+from mailroom.providers.imap.fetcher import fetch_envelopes
+from mailroom.providers.imap.mirror import add_locations, apply_flags, normalize_flags
 from mailroom.providers.imap.state import FolderMarks
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder

@@ -32,14 +32,14 @@ from typing import Any
 from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
-from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
-from mailroom.providers.imap.connection import ImapConnection, ListedFolder
-from mailroom.providers.imap.mirror import (
+from mailroom.ingest.mirror import (
     AccountScope,
     ChangeSet,
     insert_for,
     remove_locations,
 )
+from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
+from mailroom.providers.imap.connection import ImapConnection, ListedFolder
 from mailroom.store.bulk import insert_or_get
 from mailroom.store.models import (
     Folder,

@@ -31,6 +31,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from mailroom.ingest import BatchResult, IncomingMessage, Location, commit_batch
+from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for, known_messages
 from mailroom.mime import ParsedMessage
 from mailroom.providers.base import TransientError
 from mailroom.providers.imap.connection import CommandError, FetchData, ImapConnection, uid_set
@@ -41,16 +42,7 @@ from mailroom.providers.imap.identity import (
     message_id_from_header,
     provider_id,
 )
-from mailroom.providers.imap.mirror import (
-    FLAGGED,
-    SEEN,
-    AccountScope,
-    ChangeSet,
-    add_locations,
-    insert_for,
-    known_messages,
-    normalize_flags,
-)
+from mailroom.providers.imap.mirror import FLAGGED, SEEN, add_locations, normalize_flags
 from mailroom.providers.imap.state import MAX_ATTEMPTS, FolderMarks
 from mailroom.store.engine import Store
 from mailroom.store.models import SkippedMessage

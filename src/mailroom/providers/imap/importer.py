@@ -32,13 +32,12 @@ from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
 from mailroom.ingest.collector import fewer_collections
+from mailroom.ingest.mirror import AccountScope, insert_for, located
 from mailroom.providers.base import ImportState
-from mailroom.providers.imap.account import PROVIDER
 from mailroom.providers.imap.connection import ImapConnection
 from mailroom.providers.imap.discovery import syncable_folders
 from mailroom.providers.imap.fetcher import fetch_envelopes_and_bodies, run_page
 from mailroom.providers.imap.login import account_connection, open_connection
-from mailroom.providers.imap.mirror import AccountScope, insert_for, located
 from mailroom.providers.imap.prefetch import FetchedPage, LookAhead
 from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, import_state
 from mailroom.providers.imap.syncer import sync_account
@@ -64,26 +63,22 @@ class ImapImporter:
         # A job that drops the importer without close() must not leak the connection.
         self._finalizer = weakref.finalize(self, _close_all, self._connections)
 
-    def supports(self, account: Account) -> bool:
-        """IMAP accounts that are not disconnected."""
-        return account.provider == PROVIDER and account.status != "disconnected"
-
-    def import_page(self, account: Account) -> bool:
+    def import_page(self, account_id: int) -> bool:
         """Import one page; True while history is left (the connection is kept for the next)."""
-        conn = self._connections.get(account.id)
+        conn = self._connections.get(account_id)
         if conn is None or conn.closed:
-            conn = open_connection(self.store, account.id, settings=self.settings)
-            self._connections[account.id] = conn
-        return import_page(self.store, account.id, settings=self.settings, connection=conn)
+            conn = open_connection(self.store, account_id, settings=self.settings)
+            self._connections[account_id] = conn
+        return import_page(self.store, account_id, settings=self.settings, connection=conn)
 
     def close(self) -> None:
         """Log out of every connection kept between pages."""
         _close_all(self._connections)
 
-    def state(self, account: Account) -> ImportState:
+    def state(self, account_id: int) -> ImportState:
         """Whether the account is still importing (one query)."""
         with self.store.session() as session:
-            return import_state(session, account.id)
+            return import_state(session, account_id)
 
 
 def _close_all(connections: dict[int, ImapConnection]) -> None:

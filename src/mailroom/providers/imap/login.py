@@ -2,7 +2,7 @@
 
 The first sync decides whether an account's credentials work: a refused login
 (or a blocked host) turns the account's status to ``auth_error`` with the
-operator's reason (:func:`~mailroom.providers.base.failure_reason`), and the
+operator's reason (:func:`~mailroom.providers.errors.account_outcome`), and the
 error is raised; a later successful login returns it to ``active`` and clears
 the reason. A transient failure or a missing master key leaves the status alone
 but records why. A ``disconnected`` account is never contacted.
@@ -17,7 +17,8 @@ from sqlalchemy import update
 
 from mailroom.config import Settings, load_settings
 from mailroom.errors import ConfigError, ProviderError
-from mailroom.providers.base import AuthError, TransientError, failure_reason, failure_status
+from mailroom.providers.base import AuthError, TransientError
+from mailroom.providers.errors import account_outcome
 from mailroom.providers.imap.account import account_password, load_account
 from mailroom.providers.imap.connection import DEFAULT_TIMEOUT, ImapConnection, connect
 from mailroom.store.engine import Store
@@ -63,7 +64,8 @@ def open_connection(
         )
     except (AuthError, TransientError) as exc:
         # The operator's reason (what is really wrong) is kept with the status.
-        set_status(store, account_id, failure_status(exc) or status, failure_reason(exc))
+        outcome = account_outcome(exc)
+        set_status(store, account_id, outcome.status or status, outcome.reason)
         raise
     if status != "active" or reason is not None:
         set_status(store, account_id, "active", None)

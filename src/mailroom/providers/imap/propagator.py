@@ -48,26 +48,19 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
+from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for
 from mailroom.labels import propagation
 from mailroom.labels.propagation import recent_label
 from mailroom.labels.resolver import system_label
 from mailroom.providers.base import MessageChanges, Outcome
-from mailroom.providers.imap.account import PROVIDER
 from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, folder_role, syncable
 from mailroom.providers.imap.fetcher import fetch_envelopes
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
-from mailroom.providers.imap.mirror import (
-    FLAGGED,
-    SEEN,
-    AccountScope,
-    ChangeSet,
-    insert_for,
-)
+from mailroom.providers.imap.mirror import FLAGGED, SEEN
 from mailroom.store.engine import Store
 from mailroom.store.models import (
-    Account,
     Folder,
     Message,
     MessageLabel,
@@ -151,10 +144,6 @@ class ImapPropagator:
         self.settings = settings
         self.connection = connection
         self.stats = PropagationResult()
-
-    def supports(self, account: Account) -> bool:
-        """IMAP accounts that are not disconnected."""
-        return account.provider == PROVIDER and account.status != "disconnected"
 
     def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
         """Carry each message's changes, one outcome per message (module docstring).

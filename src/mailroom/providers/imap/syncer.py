@@ -30,21 +30,20 @@ from collections.abc import Sequence
 from sqlalchemy import select, update
 
 from mailroom.config import Settings
-from mailroom.providers.imap.account import PROVIDER
+from mailroom.ingest.mirror import (
+    AccountScope,
+    ChangeSet,
+    delete_orphans,
+    located,
+    orphans,
+)
 from mailroom.providers.imap.changes import remap_folder, scan_changes
 from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, syncable_folders
 from mailroom.providers.imap.fetcher import fetch_envelopes, run_page
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
-from mailroom.providers.imap.mirror import (
-    AccountScope,
-    ChangeSet,
-    add_locations,
-    delete_orphans,
-    located,
-    orphans,
-)
+from mailroom.providers.imap.mirror import add_locations
 from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder, Message
@@ -63,13 +62,9 @@ class ImapSyncer:
         self.store = store
         self.settings = settings
 
-    def supports(self, account: Account) -> bool:
-        """IMAP accounts that are not disconnected."""
-        return account.provider == PROVIDER and account.status != "disconnected"
-
-    def sync(self, account: Account) -> list[int]:
+    def sync(self, account_id: int) -> list[int]:
         """Sync the account; returns the ids of the folders touched."""
-        return sync_account(self.store, account.id, settings=self.settings)
+        return sync_account(self.store, account_id, settings=self.settings)
 
 
 def sync_account(

@@ -7,7 +7,6 @@ from collections.abc import Iterator, Sequence
 from mailroom.config import Settings
 from mailroom.providers.base import MessageChanges, Outcome
 from mailroom.store.engine import Store
-from mailroom.store.models import Account
 
 PROVIDER = "local"
 
@@ -20,10 +19,6 @@ class LocalPropagator:
 
     def __init__(self, store: Store | None = None, settings: Settings | None = None) -> None:
         self.store = store
-
-    def supports(self, account: Account) -> bool:
-        """Accounts imported from local files."""
-        return account.provider == PROVIDER
 
     def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
         """Every change is done: the database is the only copy."""

@@ -1,0 +1,65 @@
+"""``mailroom account add imap``: the IMAP provider's command, offered through the registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mailroom.cli.context import AppContext, pass_app, plain_errors, read_password
+from mailroom.owners import DEFAULT_OWNER
+from mailroom.providers.imap.account import TLS_MODES, add_imap_account
+
+__all__ = ["add_imap_command"]
+
+
+@click.command("imap")
+@click.option("--name", required=True, help="A name for the account, unique per owner.")
+@click.option("--host", required=True, help="The IMAP server, e.g. imap.example.org.")
+@click.option("--port", type=int, default=None, help="Default 993 for ssl, 143 otherwise.")
+@click.option(
+    "--tls",
+    type=click.Choice(TLS_MODES),
+    default="ssl",
+    show_default=True,
+    help="Implicit TLS, STARTTLS, or none (trusted networks only).",
+)
+@click.option("--login", required=True, help="The user name to log in with.")
+@click.option(
+    "--password-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Read the password from this file (one line).",
+)
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--owner", default=DEFAULT_OWNER, show_default=True, help="User owning the account.")
+@pass_app
+@plain_errors
+def add_imap_command(
+    app: AppContext,
+    name: str,
+    host: str,
+    port: int | None,
+    tls: str,
+    login: str,
+    password_file: Path | None,
+    password_stdin: bool,
+    owner: str,
+) -> None:
+    """Add an IMAP account; the password is stored encrypted under the master key."""
+    password = read_password(password_file, password_stdin)
+    add_imap_account(
+        app.store,
+        app.settings,
+        name=name,
+        host=host,
+        port=port,
+        tls=tls,
+        login=login,
+        password=password,
+        owner=owner,
+    )
+    click.echo(
+        f"Added the IMAP account {name!r} ({login} at {host}); "
+        f"`mailroom sync {name}` checks the login and fetches mail."
+    )
