@@ -1,0 +1,1 @@
+"""Provider contract suite."""
