@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
@@ -50,11 +50,10 @@ class LocalImporter:
     def state(self, account_id: int) -> ImportState:
         """Local sources are imported in one call: never "importing"."""
         with self.store.session() as session:
-            count = session.scalar(
-                select(Message.id).where(Message.account_id == account_id).limit(1)
+            stored = session.scalar(
+                select(func.count()).select_from(Message).where(Message.account_id == account_id)
             )
-        done = 0 if count is None else 1
-        return ImportState(importing=False, done=done, total=done)
+        return ImportState(importing=False, done=int(stored or 0), total=int(stored or 0))
 
     def close(self) -> None:
         """Nothing is held between pages."""
