@@ -6,6 +6,9 @@ from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from mailroom.jmap.changes import States, current_states, parse_state
 from mailroom.jmap.dispatcher import MAX_INT, Context
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.store.changelog import ChangeSet
@@ -150,3 +153,29 @@ def changes_response(
         "updated": [to_id(i) for i in changes.updated],
         "destroyed": [to_id(i) for i in changes.destroyed],
     }
+
+
+ChangeReader = Callable[[Session, int, int, int | None], ChangeSet]
+
+
+def type_changes(
+    context: Context,
+    session: Session,
+    args: dict[str, Any],
+    *,
+    floor_types: tuple[str, ...],
+    state: Callable[[States], int],
+    read: ChangeReader,
+    to_id: Callable[[int], str],
+) -> dict[str, Any]:
+    """Foo/changes (RFC 8620 §5.2): one type's changes since ``sinceState``.
+
+    ``floor_types`` are the change-log types whose retention floor bounds how old
+    a ``sinceState`` may be; ``state`` picks the type's current state and ``read``
+    folds its changes.
+    """
+    user_id = context.check_account(args)
+    limit = max_changes(args)
+    states = current_states(session, user_id)
+    since = parse_state(args.get("sinceState"), states.floor(*floor_types), state(states))
+    return changes_response(context, since, read(session, user_id, since, limit), to_id)

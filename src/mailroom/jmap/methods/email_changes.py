@@ -8,16 +8,18 @@ from sqlalchemy.orm import Session
 
 from mailroom.jmap import changes as jchanges
 from mailroom.jmap import ids
-from mailroom.jmap.changes import current_states, parse_state
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.methods.common import changes_response, max_changes
+from mailroom.jmap.methods.common import type_changes
 
 
 def email_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
     """Email/changes."""
-    user_id = context.check_account(args)
-    limit = max_changes(args)
-    states = current_states(session, user_id)
-    since = parse_state(args.get("sinceState"), states.floor("Email"), states.email)
-    changes = jchanges.email_changes(session, user_id, since, limit)
-    return changes_response(context, since, changes, ids.email_id)
+    return type_changes(
+        context,
+        session,
+        args,
+        floor_types=("Email",),
+        state=lambda states: states.email,
+        read=jchanges.email_changes,
+        to_id=ids.email_id,
+    )

@@ -16,18 +16,17 @@ from sqlalchemy.orm import Session
 
 from mailroom.jmap import changes as jchanges
 from mailroom.jmap import ids
-from mailroom.jmap.changes import current_states, parse_state
+from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.mapping import JMAP_ROLE, MAILROOM_ROLE, SORT_ORDER, USER_LABEL_SORT_ORDER
 from mailroom.jmap.methods.common import (
     boolean,
-    changes_response,
     get_response,
     integer,
-    max_changes,
     requested_ids,
     requested_properties,
+    type_changes,
     unsigned,
 )
 from mailroom.store.models import Label, Message, MessageLabel, ThreadLabel
@@ -138,12 +137,16 @@ def mailbox_get(context: Context, session: Session, args: dict[str, Any]) -> dic
 
 def mailbox_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
     """Mailbox/changes (``updatedProperties`` is null: any property may have changed)."""
-    user_id = context.check_account(args)
-    limit = max_changes(args)
-    states = current_states(session, user_id)
-    since = parse_state(args.get("sinceState"), states.floor("Mailbox", "Email"), states.mailbox)
-    changes = jchanges.mailbox_changes(session, user_id, since, limit)
-    return {**changes_response(context, since, changes, ids.mailbox_id), "updatedProperties": None}
+    changes = type_changes(
+        context,
+        session,
+        args,
+        floor_types=("Mailbox", "Email"),
+        state=lambda states: states.mailbox,
+        read=jchanges.mailbox_changes,
+        to_id=ids.mailbox_id,
+    )
+    return {**changes, "updatedProperties": None}
 
 
 def _matches(label: Label, condition: dict[str, Any]) -> bool:

@@ -14,14 +14,13 @@ from sqlalchemy.orm import Session
 
 from mailroom.jmap import changes as jchanges
 from mailroom.jmap import ids
-from mailroom.jmap.changes import current_states, parse_state
+from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.methods.common import (
-    changes_response,
     get_response,
-    max_changes,
     requested_ids,
     requested_properties,
+    type_changes,
 )
 from mailroom.jmap.scope import owned_by
 from mailroom.store.models import Message
@@ -68,9 +67,12 @@ def thread_get(context: Context, session: Session, args: dict[str, Any]) -> dict
 
 def thread_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
     """Thread/changes."""
-    user_id = context.check_account(args)
-    limit = max_changes(args)
-    states = current_states(session, user_id)
-    since = parse_state(args.get("sinceState"), states.floor("Thread"), states.thread)
-    changes = jchanges.thread_changes(session, user_id, since, limit)
-    return changes_response(context, since, changes, lambda i: f"T{i}")
+    return type_changes(
+        context,
+        session,
+        args,
+        floor_types=("Thread",),
+        state=lambda states: states.thread,
+        read=jchanges.thread_changes,
+        to_id=lambda i: f"T{i}",
+    )
