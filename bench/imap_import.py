@@ -1,6 +1,7 @@
 """IMAP import benchmark: mailroom against mbsync, pulling the same mailbox from Dovecot.
 
     python bench/imap_import.py [--copies 5] [--database-url URL] [--skip-mbsync]
+                                [--one-folder] [--cli] [--tty] [--repeat N]
 
 1. ``bench/corpus.py`` writes the SpamAssassin corpus x N as a Maildir (cached in
    ``bench/.work/corpus-xN``; ham in INBOX, spam in ``.Spam``: 6,046 x N messages).
@@ -12,6 +13,17 @@
    ``--database-url``): one sync, then import pages until the history is done, on one
    connection — fetching, parsing, storing raw bytes, threading, categorizing and
    indexing every message. Wall time, messages stored, peak RSS.
+
+With ``--one-folder`` the server holds the whole corpus in INBOX (30,230 messages
+for ``--copies 5``), the case where one big folder's UID space is walked page by page.
+With ``--cli`` mailroom is measured as a person runs it: in a fresh data dir,
+``mailroom keys init`` and ``mailroom account add imap`` (not timed), then the timed
+``mailroom sync bench --until-imported`` as a subprocess — interpreter and CLI
+start-up, migrations check, the syncer's own login and the progress bar included.
+``--tty`` runs that command on a pseudo-terminal, so the progress bar is drawn.
+``--repeat N`` measures mbsync and mailroom N times against the same server,
+alternating, and prints the medians. The issue's case is
+``--copies 5 --one-folder --cli --repeat 3``.
 
 Two more lines explain where the time goes (skip them with ``--no-breakdown``):
 
@@ -29,6 +41,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,11 +77,22 @@ def count(maildir: Path) -> int:
     return total
 
 
-def load_mailbox(server: DovecotServer, corpus: Path) -> int:
-    """Copy the corpus into the user's Maildir, let Dovecot index it, read every file once."""
+def load_mailbox(server: DovecotServer, corpus: Path, *, one_folder: bool = False) -> int:
+    """Copy the corpus into the user's Maildir, let Dovecot index it, read every file once.
+
+    ``one_folder``: every message in INBOX (the Maildir++ folders' files are moved
+    into the Inbox's ``cur``; the file names are unique across the corpus).
+    """
     server.add_user(USER, PASSWORD)
     target = server.maildir(USER)
     shutil.copytree(corpus, target, dirs_exist_ok=True)
+    if one_folder:
+        for folder in [p for p in target.iterdir() if p.name.startswith(".") and p.is_dir()]:
+            for sub in ("cur", "new"):
+                if (folder / sub).is_dir():
+                    for path in (folder / sub).iterdir():
+                        path.rename(target / sub / path.name)
+            shutil.rmtree(folder)
     if server.is_root:
         for path in [target, *target.rglob("*")]:
             os.chown(path, server.mail_uid, server.mail_gid)
@@ -158,31 +182,152 @@ print(json.dumps({"seconds": seconds, "messages": stored, "pages": pages, "rss_m
 """
 
 
+def _last_json(output: str) -> str:
+    """The last JSON line a child printed (py-spy adds its own lines)."""
+    return [line for line in output.splitlines() if line.startswith("{")][-1]
+
+
+def _profiled(command: list[str], profile: Path | None) -> list[str]:
+    """``command`` under py-spy (collapsed stacks of every process, for grep or flame graphs)."""
+    if profile is None:
+        return command
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    return [spy, "record", "-s", "-r", "200", "-f", "raw", "-o", str(profile), "--", *command]
+
+
 def run_mailroom(
-    server: DovecotServer, scratch: Path, database_url: str | None
+    server: DovecotServer, scratch: Path, database_url: str | None, profile: Path | None = None
 ) -> dict[str, float]:
     """Sync + import the mailbox into a fresh store in a child process."""
     data = scratch / "mailroom-data"
     data.mkdir()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            CHILD,
-            server.host,
-            str(server.port),
-            USER,
-            PASSWORD,
-            database_url or "",
-            str(data),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    script = scratch / "mailroom_child.py"  # a file, so profiles name the process plainly
+    script.write_text(CHILD)
+    command = [
+        sys.executable,
+        str(script),
+        server.host,
+        str(server.port),
+        USER,
+        PASSWORD,
+        database_url or "",
+        str(data),
+    ]
+    done = subprocess.run(_profiled(command, profile), capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"mailroom failed:\n{done.stderr[-4000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, float] = json.loads(_last_json(done.stdout))
     return result
+
+
+def _drain(fd: int, sink: bytearray) -> None:
+    """Read a pseudo-terminal's output until it closes (the progress bar needs a reader)."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        sink.extend(chunk)
+
+
+def run_cli(
+    server: DovecotServer,
+    scratch: Path,
+    database_url: str | None,
+    *,
+    tty: bool = False,
+    profile: Path | None = None,
+) -> dict[str, float]:
+    """``mailroom sync bench --until-imported`` on a fresh data dir, timed as a subprocess.
+
+    The data dir, the master key and the account are made first with the CLI
+    (``keys init``, ``account add imap``), untimed.
+    """
+    data = scratch / f"cli-data-{time.monotonic_ns()}"
+    data.mkdir()
+    mailroom = str(Path(sys.executable).with_name("mailroom"))
+    env = {
+        **os.environ,
+        "MAILROOM_DATA_DIR": str(data),
+        "MAILROOM_MASTER_KEY_FILE": str(scratch / f"{data.name}.key"),
+        "MAILROOM_ALLOWED_PRIVATE_HOSTS": server.host,
+    }
+    if database_url:
+        env["MAILROOM_DATABASE_URL"] = database_url
+    env.pop("MAILROOM_MASTER_KEY", None)
+
+    def cli(*args: str, stdin: str | None = None) -> None:
+        done = subprocess.run(
+            [mailroom, *args], input=stdin, env=env, cwd=data, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"mailroom {' '.join(args)} failed:\n{done.stderr[-4000:]}")
+
+    cli("keys", "init")
+    cli(
+        "account", "add", "imap", "--name", "bench", "--host", server.host,
+        "--port", str(server.port), "--tls", "none", "--login", USER, "--password-stdin",
+        stdin=PASSWORD + "\n",
+    )  # fmt: skip
+    command = [mailroom, "sync", "bench", "--until-imported"]
+    if profile is not None:  # collapsed stacks of every process, for flame graphs or grep
+        spy = str(Path(sys.executable).with_name("py-spy"))
+        command = [
+            spy,
+            "record",
+            "-s",
+            "-r",
+            "200",
+            "-f",
+            "raw",
+            "-o",
+            str(profile),
+            "--",
+            *command,
+        ]
+    output = bytearray()
+    start = time.perf_counter()
+    if tty:
+        import pty
+        import threading
+
+        leader, follower = pty.openpty()
+        reader = threading.Thread(target=_drain, args=(leader, output), daemon=True)
+        reader.start()
+        proc = subprocess.Popen(
+            command, env=env, cwd=data, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
+        )
+        os.close(follower)
+        code = proc.wait()
+        seconds = time.perf_counter() - start
+        reader.join(timeout=5)
+        os.close(leader)
+    else:
+        done = subprocess.run(
+            command, env=env, cwd=data, stdin=subprocess.DEVNULL, capture_output=True
+        )
+        seconds = time.perf_counter() - start
+        code = done.returncode
+        output.extend(done.stdout + done.stderr)
+    if code != 0:
+        raise SystemExit(
+            f"mailroom sync failed ({code}):\n{output[-4000:].decode(errors='replace')}"
+        )
+    stored = _stored(database_url or f"sqlite:///{data}/mailroom.sqlite3")
+    return {"seconds": seconds, "messages": stored}
+
+
+def _stored(url: str) -> int:
+    """Messages in a store (read after the command, untimed)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        stored = int(connection.execute(text("SELECT count(*) FROM messages")).scalar_one())
+    engine.dispose()
+    return stored
 
 
 FETCH_ONLY = r"""
@@ -226,7 +371,7 @@ def run_child(code: str, *args: str) -> dict[str, float]:
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"measurement failed:\n{done.stderr[-4000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, float] = json.loads(_last_json(done.stdout))
     return result
 
 
@@ -236,33 +381,72 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--skip-mbsync", action="store_true")
     parser.add_argument("--no-breakdown", action="store_true")
+    parser.add_argument("--one-folder", action="store_true", help="the whole corpus in INBOX")
+    parser.add_argument("--cli", action="store_true", help="time `mailroom sync --until-imported`")
+    parser.add_argument("--tty", action="store_true", help="the CLI on a pseudo-terminal")
+    parser.add_argument("--repeat", type=int, default=1, help="alternate the tools N times")
+    parser.add_argument(
+        "--py-spy", type=Path, default=None, help="profile mailroom into this file (raw)"
+    )
     args = parser.parse_args()
+    if args.database_url and args.repeat > 1:
+        parser.error("--repeat needs a fresh store per run: SQLite only")
     corpus = ensure_corpus(args.copies)
+    case = "one folder" if args.one_folder else "two folders"
+    how = "CLI" if args.cli else "in-process"
+    runs: dict[str, list[float]] = {"mbsync": [], "mailroom": []}
     with tempfile.TemporaryDirectory(prefix="mailroom-imap-bench-") as tmp:
         scratch = Path(tmp)
         with DovecotServer(scratch / "server") as server:
-            served = load_mailbox(server, corpus)
-            print(json.dumps({"tool": "dovecot", "messages": served}), flush=True)
-            results: dict[str, dict[str, float]] = {}
-            if not args.skip_mbsync:
-                results["mbsync"] = run_mbsync(server, scratch)
-                print(json.dumps({"tool": "mbsync", **results["mbsync"]}), flush=True)
-            results["mailroom"] = run_mailroom(server, scratch, args.database_url)
-            print(json.dumps({"tool": "mailroom", **results["mailroom"]}), flush=True)
+            served = load_mailbox(server, corpus, one_folder=args.one_folder)
+            print(json.dumps({"tool": "dovecot", "messages": served, "case": case}), flush=True)
+            for run in range(1, args.repeat + 1):
+                if not args.skip_mbsync:
+                    mbsync_scratch = scratch / f"mbsync-{run}"
+                    mbsync_scratch.mkdir()
+                    result = run_mbsync(server, mbsync_scratch)
+                    runs["mbsync"].append(result["seconds"])
+                    print(json.dumps({"tool": "mbsync", "run": run, **result}), flush=True)
+                run_scratch = scratch / f"mailroom-{run}"
+                run_scratch.mkdir()
+                profile = args.py_spy
+                if profile is not None and args.repeat > 1:
+                    profile = profile.with_name(f"{profile.stem}-{run}{profile.suffix}")
+                if args.cli:
+                    result = run_cli(
+                        server, run_scratch, args.database_url, tty=args.tty, profile=profile
+                    )
+                else:
+                    result = run_mailroom(server, run_scratch, args.database_url, profile)
+                runs["mailroom"].append(result["seconds"])
+                print(json.dumps({"tool": f"mailroom ({how})", "run": run, **result}), flush=True)
+                if runs["mbsync"]:
+                    print(
+                        f"run {run}: mbsync {runs['mbsync'][-1]:.1f} s, mailroom "
+                        f"{runs['mailroom'][-1]:.1f} s "
+                        f"({runs['mailroom'][-1] / runs['mbsync'][-1]:.2f}x)",
+                        flush=True,
+                    )
             if not args.no_breakdown:
                 fetch = run_child(FETCH_ONLY, server.host, str(server.port), USER, PASSWORD)
                 print(json.dumps({"tool": "imap-fetch-only", **fetch}), flush=True)
                 (scratch / "local-data").mkdir()
+                source = server.maildir(USER) if args.one_folder else corpus
                 local = run_child(
-                    LOCAL, str(corpus), args.database_url or "", str(scratch / "local-data")
+                    LOCAL, str(source), args.database_url or "", str(scratch / "local-data")
                 )
                 print(json.dumps({"tool": "local-import", **local}), flush=True)
-    if "mbsync" in results:
-        ratio = results["mailroom"]["seconds"] / results["mbsync"]["seconds"]
+    mailroom = statistics.median(runs["mailroom"])
+    if runs["mbsync"]:
+        mbsync = statistics.median(runs["mbsync"])
+        ratios = sorted(m / b for m, b in zip(runs["mailroom"], runs["mbsync"], strict=True))
         print(
-            f"{served} messages: mbsync {results['mbsync']['seconds']:.1f} s, "
-            f"mailroom {results['mailroom']['seconds']:.1f} s ({ratio:.2f}x mbsync; target 2x)"
+            f"{served} messages, {case}, mailroom {how}: median of {args.repeat}: "
+            f"mbsync {mbsync:.1f} s, mailroom {mailroom:.1f} s ({mailroom / mbsync:.2f}x mbsync; "
+            f"per-run ratios {', '.join(f'{r:.2f}' for r in ratios)}; target 2x)"
         )
+    else:
+        print(f"{served} messages, {case}, mailroom {how}: median {mailroom:.1f} s")
 
 
 if __name__ == "__main__":
