@@ -194,6 +194,19 @@ def echo_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, default=str))
 
 
+def password_options(func: Callable[P, R]) -> Callable[P, R]:
+    """``--password-file F`` / ``--password-stdin``: the two ways a command takes a password."""
+    func = click.option(
+        "--password-stdin", is_flag=True, help="Read the password from standard input."
+    )(func)
+    return click.option(
+        "--password-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Read the password from the first line of this file.",
+    )(func)
+
+
 def read_password(password_file: Path | None, password_stdin: bool) -> str:
     """The password from exactly one source (its first line, line end removed).
 

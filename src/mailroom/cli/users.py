@@ -18,7 +18,13 @@ from pathlib import Path
 
 import click
 
-from mailroom.cli.context import AppContext, pass_app, plain_errors, read_password
+from mailroom.cli.context import (
+    AppContext,
+    pass_app,
+    password_options,
+    plain_errors,
+    read_password,
+)
 from mailroom.errors import ConfigError
 from mailroom.jmap.auth import create_token, list_tokens, revoke_token, set_password
 from mailroom.store.models import utcnow
@@ -34,13 +40,7 @@ def user_group() -> None:
 
 @user_group.command("add")
 @click.argument("name")
-@click.option(
-    "--password-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Read the password from the first line of this file.",
-)
-@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@password_options
 @pass_app
 @plain_errors
 def user_add_command(

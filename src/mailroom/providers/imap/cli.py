@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
-from mailroom.cli.context import AppContext, pass_app, plain_errors, read_password
+from mailroom.cli.context import (
+    AppContext,
+    pass_app,
+    password_options,
+    plain_errors,
+    read_password,
+)
 from mailroom.owners import DEFAULT_OWNER
 from mailroom.providers.imap.account import TLS_MODES, add_imap_account
 
@@ -25,13 +31,7 @@ __all__ = ["add_imap_command"]
     help="Implicit TLS, STARTTLS, or none (trusted networks only).",
 )
 @click.option("--login", required=True, help="The user name to log in with.")
-@click.option(
-    "--password-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Read the password from this file (one line).",
-)
-@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@password_options
 @click.option("--owner", default=DEFAULT_OWNER, show_default=True, help="User owning the account.")
 @pass_app
 @plain_errors
