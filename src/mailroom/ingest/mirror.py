@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, delete, exists, select, update
+from sqlalchemy import Exists, and_, delete, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -61,6 +61,7 @@ __all__ = [
     "insert_for",
     "known_messages",
     "located",
+    "located_under",
     "orphans",
     "pending_messages",
     "remove_locations",
@@ -257,6 +258,19 @@ def add_locations(
         apply_flags(session, scope, changes, flags, pending=set())
 
 
+def located_under(label_id: int) -> Exists:
+    """EXISTS: the ``MessageLabel`` row's message still has a location in a folder of this label."""
+    return (
+        exists()
+        .where(
+            MessageLocation.message_id == MessageLabel.message_id,
+            MessageLocation.folder_id == Folder.id,
+            Folder.label_id == label_id,
+        )
+        .correlate(MessageLabel)
+    )
+
+
 def remove_locations(
     session: Session,
     scope: AccountScope,
@@ -297,15 +311,7 @@ def remove_locations(
         return affected
     free = sorted(affected - pending_messages(session, affected))
     for chunk in in_chunks(free):
-        still_there = (
-            exists()
-            .where(
-                MessageLocation.message_id == MessageLabel.message_id,
-                MessageLocation.folder_id == Folder.id,
-                Folder.label_id == label,
-            )
-            .correlate(MessageLabel)
-        )
+        still_there = located_under(label)
         removed = set(
             session.scalars(
                 delete(MessageLabel)

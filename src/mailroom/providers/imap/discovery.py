@@ -36,6 +36,7 @@ from mailroom.ingest.mirror import (
     AccountScope,
     ChangeSet,
     insert_for,
+    located_under,
     remove_locations,
 )
 from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
@@ -172,15 +173,7 @@ def _relabel(
     changes.emails.update(ids)
     changes.mailboxes.add(label_id)
     if old is not None:
-        still = (
-            exists()
-            .where(
-                MessageLocation.message_id == MessageLabel.message_id,
-                MessageLocation.folder_id == Folder.id,
-                Folder.label_id == old,
-            )
-            .correlate(MessageLabel)
-        )
+        still = located_under(old)
         session.execute(
             delete(MessageLabel).where(
                 MessageLabel.label_id == old, MessageLabel.message_id.in_(ids), ~still
