@@ -14,12 +14,19 @@ keys, Gmail/Graph ids) stay far below it by the providers' own limits.
 
 from mailroom.store.models.base import Base, UtcDateTime, utcnow
 from mailroom.store.models.changes import CHANGE_KINDS, Change
-from mailroom.store.models.jmap import ChangeFloor
+from mailroom.store.models.jmap import (
+    ChangeFloor,
+    Identity,
+    JmapUpload,
+    PushSubscription,
+    VacationResponse,
+)
 from mailroom.store.models.labels import SYSTEM_ROLES, Folder, Label, LabelBinding
 from mailroom.store.models.messages import (
     Blob,
     Message,
     MessageBody,
+    MessageKeyword,
     MessageLabel,
     MessageLocation,
     MessageRef,
@@ -45,19 +52,24 @@ __all__ = [
     "Change",
     "ChangeFloor",
     "Folder",
+    "Identity",
+    "JmapUpload",
     "Label",
     "LabelBinding",
     "Message",
     "MessageBody",
+    "MessageKeyword",
     "MessageLabel",
     "MessageLocation",
     "MessageRef",
+    "PushSubscription",
     "SignInFailure",
     "SkippedMessage",
     "SyncState",
     "Thread",
     "ThreadLabel",
     "User",
+    "VacationResponse",
     "WebSession",
     "utcnow",
     "UtcDateTime",

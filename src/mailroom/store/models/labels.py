@@ -10,7 +10,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    true,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -30,6 +40,9 @@ class Label(Base):
     path: Mapped[str] = mapped_column(Text)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"))
     role: Mapped[str | None] = mapped_column(String(20))
+    # JMAP Mailbox sortOrder and isSubscribed (RFC 8621 section 2).
+    sort_order: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    is_subscribed: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 

@@ -115,6 +115,22 @@ class MessageLabel(Base):
     )
 
 
+class MessageKeyword(Base):
+    """A keyword (RFC 8621 section 4.1.1, IMAP flag) of a message, lower-cased.
+
+    ``$seen`` lives in ``messages.seen_at`` and ``$flagged`` in the Starred
+    label; every other keyword (``$answered``, ``$forwarded``, ``$junk``,
+    custom ones) is a row here.
+    """
+
+    __tablename__ = "message_keywords"
+
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    keyword: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
+
+
 class MessageRef(Base):
     """A Message-ID this message names in In-Reply-To or References (for threading)."""
 
