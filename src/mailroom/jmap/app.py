@@ -47,7 +47,7 @@ from starlette.routing import BaseRoute, Route
 
 from mailroom.jmap import ids
 from mailroom.jmap.auth import Authenticator, LockedOut, Principal
-from mailroom.jmap.bodies import find_part, heavy_work, parse_structure, part_content
+from mailroom.jmap.blobs import FoundBlob, find_blob
 from mailroom.jmap.cors import Endpoint, OriginPolicy
 from mailroom.jmap.dispatcher import Dispatcher, Limits, check_media_type, request_too_large
 from mailroom.jmap.errors import LIMIT, Problem
@@ -55,7 +55,7 @@ from mailroom.jmap.methods import METHODS
 from mailroom.jmap.push import CountedStream, StreamSlots, event_stream, parse_request
 from mailroom.jmap.session import CAPABILITIES, session_document, session_state
 from mailroom.store.engine import Store
-from mailroom.store.models import Blob, Message
+from mailroom.store.models import Blob
 
 log = logging.getLogger(__name__)
 
@@ -98,17 +98,6 @@ def _client(request: Request) -> str | None:
 
 # Bytes per database read of a streamed raw-message download.
 DOWNLOAD_CHUNK = 256 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    """A blob to send: a stored raw message (``sha256``) or a part's decoded ``content``."""
-
-    sha256: str | None
-    size: int
-    content: bytes | None
-    ctype: str
-    filename: str | None
 
 
 def _peer(request: Request) -> str:
@@ -217,32 +206,10 @@ class JmapServer:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _blob(self, user_id: int, blob: str) -> _Found | None:
-        """What a blob id names: a raw message (its digest and size) or a part's bytes."""
-        parsed = ids.parse_blob(blob)
-        if parsed is None:
-            return None
-        message_id, path = parsed
+    def _blob(self, user_id: int, blob: str) -> FoundBlob | None:
+        """What a blob id names for this user (``jmap.blobs``)."""
         with self.store.session() as session:
-            row = session.execute(
-                select(Blob.sha256, Blob.size)
-                .join(Message, Message.raw_sha256 == Blob.sha256)
-                .where(Message.id == message_id, Message.user_id == user_id)
-            ).first()
-            if row is None:
-                return None
-            if path is None:
-                return _Found(row.sha256, row.size, None, "message/rfc822", None)
-            with heavy_work(row.size):
-                data = session.scalar(select(Blob.data).where(Blob.sha256 == row.sha256))
-                if data is None:
-                    return None
-                structure = parse_structure(message_id, data)
-                part = find_part(structure, path)
-                if part is None:
-                    return None
-                content = part_content(structure, part)
-        return _Found(None, len(content), content, part.ctype, part.filename)
+            return find_blob(session, user_id, blob)
 
     def _chunk(self, sha256: str, offset: int) -> bytes:
         """DOWNLOAD_CHUNK bytes of a raw message from ``offset`` (substr counts from 1)."""
@@ -254,7 +221,7 @@ class JmapServer:
             )
         return bytes(data or b"")
 
-    async def _stream(self, found: _Found) -> AsyncIterator[bytes]:
+    async def _stream(self, found: FoundBlob) -> AsyncIterator[bytes]:
         if found.content is not None:
             view = memoryview(found.content)
             for start in range(0, len(view), DOWNLOAD_CHUNK):
@@ -282,7 +249,7 @@ class JmapServer:
         if found is None:
             return missing.response()
         asked = request.query_params.get("accept") or request.query_params.get("type")
-        media_type = asked if asked and _MEDIA_TYPE.fullmatch(asked) else found.ctype
+        media_type = asked if asked and _MEDIA_TYPE.fullmatch(asked) else found.media_type
         name = params.get("name") or found.filename or "download"
         return StreamingResponse(
             self._stream(found),

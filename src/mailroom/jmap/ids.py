@@ -14,6 +14,9 @@ prefix      object                       example
 ``A``       blob: one MIME part          ``A123-2-1`` (message 123, IMAP part
                                          number 2.1; dots are not allowed in
                                          ids)
+``B``       blob: an upload (by content) ``B`` + the SHA-256 of its bytes in
+                                         hex (visible only to the users who
+                                         uploaded those bytes)
 =========== ============================ ====================================
 
 Ids are stable for the life of the object (they are primary keys) and use
@@ -28,6 +31,7 @@ import re
 
 _NUMBER = re.compile(r"[1-9][0-9]{0,17}")
 _PART = re.compile(r"[1-9][0-9]{0,4}(?:-[1-9][0-9]{0,4}){0,31}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _number(text: str) -> int | None:
@@ -115,4 +119,16 @@ def parse_blob(value: object) -> tuple[int, str | None] | None:
         if number is None or not _PART.fullmatch(tail):
             return None
         return number, tail.replace("-", ".")
+    return None
+
+
+def upload_blob_id(sha256: str) -> str:
+    """The blob id of uploaded bytes: their SHA-256 (the same bytes, the same id)."""
+    return f"B{sha256}"
+
+
+def parse_upload_blob(value: object) -> str | None:
+    """The SHA-256 an upload blob id names, or None."""
+    if isinstance(value, str) and value.startswith("B") and _SHA256.fullmatch(value[1:]):
+        return value[1:]
     return None

@@ -1,0 +1,110 @@
+"""Blob lookup: what a JMAP blob id names for one user, in one place.
+
+Three kinds of blob id (``jmap.ids``) name bytes a user may read:
+
+* ``B<sha256>`` — an upload (RFC 8620 §6.1): bytes in ``blobs`` that this
+  user uploaded (a ``jmap_uploads`` row of theirs, not expired). Another
+  user's upload of the same bytes does not make them visible to this user.
+* ``R<id>`` — the raw RFC 5322 bytes of one of the user's messages.
+* ``A<id>-<part>`` — one MIME part of one of the user's messages, decoded.
+
+Whatever the reason a blob is not there (malformed id, another user's,
+expired, deleted) the answer is the same ``None``, which callers report as
+``notFound`` / 404. Download, Blob/copy, Email/import and Email/set (drafts
+with attachments) all call :func:`find_blob` or :func:`read_blob`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from mailroom.jmap import ids
+from mailroom.jmap.bodies import find_part, heavy_work, parse_structure, part_content
+from mailroom.store.models import Blob, JmapUpload, Message
+from mailroom.store.models.base import utcnow
+
+__all__ = ["FoundBlob", "blob_data", "find_blob", "read_blob"]
+
+
+@dataclass(frozen=True, slots=True)
+class FoundBlob:
+    """A blob a user may read: stored bytes (``sha256``) or a part's decoded ``content``."""
+
+    sha256: str | None
+    size: int
+    content: bytes | None
+    media_type: str
+    filename: str | None = None
+
+
+def _upload(session: Session, user_id: int, sha256: str, now: datetime) -> FoundBlob | None:
+    """The user's newest live upload of these bytes."""
+    row = session.execute(
+        select(JmapUpload.type, JmapUpload.size)
+        .where(
+            JmapUpload.user_id == user_id,
+            JmapUpload.sha256 == sha256,
+            or_(JmapUpload.expires_at.is_(None), JmapUpload.expires_at > now),
+        )
+        .order_by(JmapUpload.id.desc())
+        .limit(1)
+    ).first()
+    return None if row is None else FoundBlob(sha256, row.size, None, row.type)
+
+
+def _message_part(
+    session: Session, user_id: int, message_id: int, path: str | None
+) -> FoundBlob | None:
+    """A message's raw bytes (``path`` None) or one decoded part of it."""
+    row = session.execute(
+        select(Blob.sha256, Blob.size)
+        .join(Message, Message.raw_sha256 == Blob.sha256)
+        .where(Message.id == message_id, Message.user_id == user_id)
+    ).first()
+    if row is None:
+        return None
+    if path is None:
+        return FoundBlob(row.sha256, row.size, None, "message/rfc822")
+    with heavy_work(row.size):
+        data = session.scalar(select(Blob.data).where(Blob.sha256 == row.sha256))
+        if data is None:
+            return None
+        structure = parse_structure(message_id, data)
+        part = find_part(structure, path)
+        if part is None:
+            return None
+        content = part_content(structure, part)
+    return FoundBlob(None, len(content), content, part.ctype, part.filename)
+
+
+def find_blob(session: Session, user_id: int, blob_id: object) -> FoundBlob | None:
+    """What ``blob_id`` names for ``user_id`` (raw bytes by digest, parts decoded), or None."""
+    sha256 = ids.parse_upload_blob(blob_id)
+    if sha256 is not None:
+        return _upload(session, user_id, sha256, utcnow())
+    parsed = ids.parse_blob(blob_id)
+    if parsed is None:
+        return None
+    message_id, path = parsed
+    return _message_part(session, user_id, message_id, path)
+
+
+def blob_data(session: Session, found: FoundBlob) -> bytes | None:
+    """The bytes of a found blob (read from ``blobs`` unless already decoded)."""
+    if found.content is not None:
+        return found.content
+    data = session.scalar(select(Blob.data).where(Blob.sha256 == found.sha256))
+    return None if data is None else bytes(data)
+
+
+def read_blob(session: Session, user_id: int, blob_id: object) -> tuple[bytes, str] | None:
+    """The bytes and media type of ``blob_id`` as ``user_id`` may see it, or None."""
+    found = find_blob(session, user_id, blob_id)
+    if found is None:
+        return None
+    data = blob_data(session, found)
+    return None if data is None else (data, found.media_type)
