@@ -1,26 +1,32 @@
 """``Email/query``: the filter as SQL, sorting, thread collapsing and paging.
 
 Filters compile to one SQL condition on ``messages`` (always scoped to the
-user). Supported conditions: inMailbox, inMailboxOtherThan, before, after,
-minSize, maxSize, hasKeyword, notKeyword, allInThreadHaveKeyword,
-someInThreadHaveKeyword, noneInThreadHaveKeyword, hasAttachment, text,
-body (the full-text index: subject, participants and body), from, to, cc,
-bcc, subject (case-insensitive substring), and with the
-``urn:mailroom:jmap:tabs`` capability ``category`` (the inbox tab of the
-email's thread). ``header`` is ``unsupportedFilter``.
+user). Every RFC 8621 §4.4.1 condition is supported: inMailbox,
+inMailboxOtherThan, before, after, minSize, maxSize, hasKeyword,
+notKeyword, allInThreadHaveKeyword, someInThreadHaveKeyword,
+noneInThreadHaveKeyword, hasAttachment, text (the full-text index: subject,
+participants and body), body (the body alone), from, to, cc, bcc, subject
+and header (case-insensitive substrings, every token must occur), and with
+the ``urn:mailroom:jmap:tabs`` capability ``category`` (the inbox tab of
+the email's thread). Keywords: ``$seen`` is ``messages.seen_at``,
+``$flagged`` the Starred label, ``$draft`` the Drafts label or a stored
+keyword, every other keyword a ``message_keywords`` row.
 
-Sorting is by ``receivedAt`` (ties by id, in the same direction). Results
-are read newest-first in keyset pages (``received_at``, ``id``) and, with
-``collapseThreads``, only the first email of each thread is kept, so a
-first page of 50 reads little more than 50 rows. ``calculateTotal`` is a
-separate count; a filter that is just ``inMailbox`` is counted from the
-trigger-kept ``thread_labels`` without touching messages.
+A sort by ``receivedAt`` alone (the list view) is read in keyset pages
+(``received_at``, ``id``) and, with ``collapseThreads``, only the first
+email of each thread is kept, so a first page of 50 reads little more than
+50 rows. Any other sort (:mod:`mailroom.jmap.emailsort`) reads the sort
+columns of every matching email and orders them in Python, identically on
+both stores. ``calculateTotal`` is a separate count; a filter that is just
+``inMailbox`` is counted from the trigger-kept ``thread_labels`` without
+touching messages.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,6 +35,7 @@ from sqlalchemy import (
     ColumnElement,
     String,
     and_,
+    case,
     cast,
     exists,
     false,
@@ -43,10 +50,26 @@ from sqlalchemy.orm import Session, aliased
 
 from mailroom.categories.cascade import CATEGORIES
 from mailroom.jmap import ids
+from mailroom.jmap.emailsort import (
+    IMMUTABLE_SORTS,
+    SORT_PROPERTIES,
+    Comparator,
+    newest_first_only,
+    order_rows,
+    parse_sort,
+)
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.methods.common import is_int, parse_utc_date
-from mailroom.store.models import Label, Message, MessageLabel, Thread, ThreadLabel
-from mailroom.store.search import match_clause
+from mailroom.jmap.textsearch import fulltext_clause, split_text
+from mailroom.store.models import (
+    Label,
+    Message,
+    MessageBody,
+    MessageKeyword,
+    MessageLabel,
+    Thread,
+    ThreadLabel,
+)
 
 CONDITIONS = frozenset(
     {
@@ -69,10 +92,19 @@ CONDITIONS = frozenset(
         "bcc",
         "subject",
         "body",
+        "header",
     }
 )
 TAB_CONDITIONS = frozenset({"category"})
-SORT_PROPERTIES = ("receivedAt",)
+# Conditions on what an email is, never on what is done to it (RFC 8620 §5.6 upToId).
+IMMUTABLE_CONDITIONS = frozenset(
+    {"before", "after", "minSize", "maxSize", "hasAttachment", "text", "body", "header"}
+    | {"from", "to", "cc", "bcc", "subject"}
+)
+__all__ = ["SORT_PROPERTIES", "EmailFilter", "EmailSearch", "QueryResult", "check_keyword"]
+# RFC 8621 §4.1.1: 1-255 of %x21-7e, none of ( ) { ] % * " \
+_KEYWORD = re.compile(r"[\x21-\x7e]{1,255}")
+_KEYWORD_FORBIDDEN = frozenset('(){]%*"\\')
 
 # Bounds of one filter, so that a filter costs only its own request. SQLite
 # parses `a OR b OR …` into a tree one level per term and refuses more than
@@ -86,6 +118,25 @@ MAX_TEXT_CONDITIONS = 50  # text and body conditions
 MessageLike = Any  # the Message entity or an alias of it
 
 
+def like_pattern(value: str) -> str:
+    """A LIKE pattern (escape character ``\\``) matching ``value`` anywhere, lower-cased."""
+    escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def check_keyword(value: object) -> str:
+    """A keyword argument, lower-cased; anything else is ``invalidArguments``."""
+    if (
+        not isinstance(value, str)
+        or _KEYWORD.fullmatch(value) is None
+        or _KEYWORD_FORBIDDEN.intersection(value)
+    ):
+        raise invalid_arguments(
+            'A keyword is 1-255 printable ASCII characters without spaces or ( ) { ] % * " \\.'
+        )
+    return value.lower()
+
+
 class EmailFilter:
     """Compiles a JMAP FilterOperator / FilterCondition tree into SQL."""
 
@@ -97,6 +148,7 @@ class EmailFilter:
         self.roles = roles
         self.tabs = tabs
         self.simple_mailbox: int | None = None  # set when the filter is only inMailbox
+        self.mutable = False  # whether a condition depends on keywords, mailboxes or threads
         self._params = 0
         self._terms = 0
 
@@ -120,16 +172,21 @@ class EmailFilter:
 
     def keyword(self, message: MessageLike, value: object) -> ColumnElement[bool]:
         """SQL for "this message has the keyword"."""
-        if not isinstance(value, str) or not value:
-            raise invalid_arguments("A keyword must be a non-empty string.")
-        keyword = value.lower()
+        keyword = check_keyword(value)
         if keyword == "$seen":
             return message.seen_at.is_not(None)  # type: ignore[no-any-return]
         if keyword == "$flagged":
             return self._has_label(message, self.roles.get("starred"))
+        stored = exists().where(
+            MessageKeyword.message_id == message.id, MessageKeyword.keyword == keyword
+        )
         if keyword == "$draft":
-            return self._has_label(message, self.roles.get("drafts"))
-        return false()
+            return or_(self._has_label(message, self.roles.get("drafts")), stored)
+        return stored
+
+    def thread_keyword(self, value: object, mode: str) -> ColumnElement[bool]:
+        """SQL for "all / some / none of the emails of this email's thread have the keyword"."""
+        return self._in_thread(value, mode)
 
     def _in_thread(self, value: object, mode: str) -> ColumnElement[bool]:
         other = aliased(Message)
@@ -156,10 +213,6 @@ class EmailFilter:
     def _fulltext(self, value: object, name: str) -> ColumnElement[bool]:
         if not isinstance(value, str):
             raise invalid_arguments(f"{name} must be a string.")
-        clause = match_clause(self.dialect, value)
-        if clause is None:
-            return true()
-        sql, params = clause
         self._params += 1
         if self._params > MAX_TEXT_CONDITIONS:
             raise MethodError(
@@ -167,23 +220,65 @@ class EmailFilter:
                 f"The filter has more than {MAX_TEXT_CONDITIONS} text and body conditions; "
                 "simplify the search.",
             )
-        bound = {f"fts_{self._params}": params["fts"]}
-        return text(sql.replace(":fts", f":fts_{self._params}")).bindparams(**bound)  # type: ignore[return-value]
+        column = "body" if name == "body" else None
+        clause = fulltext_clause(self.dialect, value, column, f"fts_{self._params}")
+        if clause is None:
+            return true()
+        sql, params = clause
+        return text(sql).bindparams(**params)  # type: ignore[return-value]
 
-    @staticmethod
-    def _like(value: object, name: str) -> str:
+    def _patterns(self, value: object, name: str) -> list[str]:
+        """One LIKE pattern per token of a text condition (all must match)."""
         if not isinstance(value, str):
             raise invalid_arguments(f"{name} must be a string.")
-        escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return f"%{escaped}%"
+        tokens = split_text(value)
+        self._count(len(tokens))
+        return [like_pattern(token.text) for token in tokens]
+
+    def _substrings(self, column: Any, value: object, name: str) -> ColumnElement[bool]:
+        lowered = func.lower(column)
+        return and_(
+            true(), *(lowered.like(pattern, escape="\\") for pattern in self._patterns(value, name))
+        )
 
     def _address(self, key: str, value: object, name: str) -> ColumnElement[bool]:
-        plain = self._like(value, name)
-        assert isinstance(value, str)
-        # recipients is JSON: non-ASCII may be stored \u-escaped, so try both spellings
-        escaped = self._like(json.dumps(value)[1:-1], name)
         column = func.lower(cast(Message.recipients[key], String))
-        return or_(column.like(plain, escape="\\"), column.like(escaped, escape="\\"))
+        parts: list[ColumnElement[bool]] = []
+        for pattern in self._patterns(value, name):
+            # recipients is JSON: non-ASCII may be stored \u-escaped, so try both spellings
+            escaped = json.dumps(pattern)[1:-1]
+            parts.append(or_(column.like(pattern, escape="\\"), column.like(escaped, escape="\\")))
+        return and_(true(), *parts)
+
+    def _header(self, value: object) -> ColumnElement[bool]:
+        """``header``: [name] has such a field; [name, text] one whose value holds the text."""
+        if (
+            not isinstance(value, list)
+            or len(value) not in (1, 2)
+            or not all(isinstance(v, str) for v in value)
+            or not value[0]
+        ):
+            raise invalid_arguments("header must be [name] or [name, text], both strings.")
+        self._params += 1
+        index = self._params
+        params: dict[str, str] = {f"hname_{index}": value[0].lower()}
+        patterns = self._patterns(value[1], "header") if len(value) == 2 else []
+        if self.dialect == "sqlite":
+            rows = "json_each(b.headers) AS h"
+            name_sql, value_sql = "json_extract(h.value, '$[0]')", "json_extract(h.value, '$[1]')"
+        else:
+            rows = "json_array_elements(b.headers) AS h(value)"
+            name_sql, value_sql = "(h.value ->> 0)", "(h.value ->> 1)"
+        tests = [f"lower({name_sql}) = :hname_{index}"]
+        for number, pattern in enumerate(patterns):
+            key = f"hvalue_{index}_{number}"
+            params[key] = pattern
+            tests.append(f"lower({value_sql}) LIKE :{key} ESCAPE '\\'")
+        sql = (
+            f"EXISTS (SELECT 1 FROM {MessageBody.__tablename__} AS b, {rows} "
+            f"WHERE b.message_id = messages.id AND {' AND '.join(tests)})"
+        )
+        return text(sql).bindparams(**params)  # type: ignore[return-value]
 
     def _mailbox_id(self, value: object, name: str) -> int:
         if not isinstance(value, str):
@@ -197,6 +292,8 @@ class EmailFilter:
         for key, value in node.items():
             if key not in known:
                 raise MethodError("unsupportedFilter", f"The filter {key!r} is not supported.")
+            if key not in IMMUTABLE_CONDITIONS:
+                self.mutable = True
             if key == "inMailbox":
                 parts.append(self._has_label(Message, self._mailbox_id(value, key)))
             elif key == "inMailboxOtherThan":
@@ -235,17 +332,14 @@ class EmailFilter:
             elif key in ("text", "body"):
                 parts.append(self._fulltext(value, key))
             elif key == "from":
-                pattern = self._like(value, key)
-                parts.append(
-                    or_(
-                        func.lower(Message.from_email).like(pattern, escape="\\"),
-                        func.lower(Message.from_name).like(pattern, escape="\\"),
-                    )
-                )
+                sender = Message.from_name + " <" + Message.from_email + ">"
+                parts.append(self._substrings(sender, value, key))
             elif key in ("to", "cc", "bcc"):
                 parts.append(self._address(key, value, key))
             elif key == "subject":
-                parts.append(func.lower(Message.subject).like(self._like(value, key), escape="\\"))
+                parts.append(self._substrings(Message.subject, value, key))
+            elif key == "header":
+                parts.append(self._header(value))
             elif key == "category":
                 if value not in CATEGORIES:
                     raise invalid_arguments(f"category must be one of {', '.join(CATEGORIES)}.")
@@ -288,28 +382,14 @@ class EmailFilter:
         raise invalid_arguments(f"Unknown filter operator {operator!r}.")
 
 
-def sort_direction(sort: object) -> bool:
-    """True for ascending; the sort must be receivedAt (the default is newest first)."""
-    if sort is None:
-        return False
-    if not isinstance(sort, list):
-        raise invalid_arguments("sort must be a list of comparators.")
-    if not sort:
-        return False
-    ascending: bool | None = None
-    for comparator in sort:
-        if not isinstance(comparator, dict) or not isinstance(comparator.get("property"), str):
-            raise invalid_arguments("A comparator needs a property.")
-        if comparator["property"] not in SORT_PROPERTIES:
-            raise MethodError(
-                "unsupportedSort", f"Sorting by {comparator['property']!r} is not supported."
-            )
-        is_ascending = comparator.get("isAscending", True)
-        if not isinstance(is_ascending, bool):
-            raise invalid_arguments("isAscending must be true or false.")
-        if ascending is None:
-            ascending = is_ascending
-    return bool(ascending)
+def parse_comparators(sort: object) -> list[Comparator]:
+    """The validated comparators of a ``sort`` argument (none: newest first)."""
+    return parse_sort(sort, check_keyword)
+
+
+def is_immutable(compiler: EmailFilter, comparators: Sequence[Comparator]) -> bool:
+    """Whether the filter and sort use only properties an email never changes."""
+    return not compiler.mutable and all(c.property in IMMUTABLE_SORTS for c in comparators)
 
 
 @dataclass
@@ -327,26 +407,33 @@ class EmailSearch:
     def __init__(
         self,
         session: Session,
+        compiler: EmailFilter,
         condition: ColumnElement[bool],
         *,
-        ascending: bool,
+        comparators: Sequence[Comparator],
         collapse: bool,
         user_id: int,
-        simple_mailbox: int | None = None,
     ) -> None:
         self.session = session
+        self.compiler = compiler
         self.condition = condition
-        self.ascending = ascending
+        self.comparators = list(comparators)
         self.collapse = collapse
         self.user_id = user_id
-        self.simple_mailbox = simple_mailbox
+        self.simple_mailbox = compiler.simple_mailbox
+        keyset = newest_first_only(self.comparators)
+        self.keyset = keyset is not None  # the list view: keyset pages by (received_at, id)
+        self.ascending = bool(keyset)
+        self._ordered: list[int] | None = None
+
+    # -- receivedAt alone: keyset pages ---------------------------------------
+
+    def _order(self) -> tuple[Any, Any]:
+        if self.ascending:
+            return Message.received_at.asc(), Message.id.asc()
+        return Message.received_at.desc(), Message.id.desc()
 
     def _pages(self, first_size: int) -> Iterator[tuple[int, int | None]]:
-        order = (
-            (Message.received_at.asc(), Message.id.asc())
-            if self.ascending
-            else (Message.received_at.desc(), Message.id.desc())
-        )
         last: tuple[datetime, int] | None = None
         size = max(first_size, 50)
         while True:
@@ -363,7 +450,7 @@ class EmailSearch:
                         Message.received_at <= when,
                         not_(and_(Message.received_at == when, Message.id >= key)),
                     )
-            rows = self.session.execute(query.order_by(*order).limit(size)).all()
+            rows = self.session.execute(query.order_by(*self._order()).limit(size)).all()
             for row in rows:
                 yield row.id, row.thread_id
             if len(rows) < size:
@@ -371,10 +458,39 @@ class EmailSearch:
             last = (rows[-1].received_at, rows[-1].id)
             size = min(size * 4, 20_000)
 
-    def iterate(self, first_size: int = 200) -> Iterator[int]:
-        """Result ids in order (collapsed to one per thread when asked)."""
+    # -- any other sort: every match, ordered in Python -----------------------
+
+    def _sorted(self) -> Iterator[tuple[int, int | None]]:
+        columns: list[Any] = [Message.id, Message.thread_id]
+        needed = {c.property for c in self.comparators}
+        simple: dict[str, list[Any]] = {
+            "receivedAt": [Message.received_at],
+            "size": [Message.size],
+            "sentAt": [Message.sent_at],
+            "subject": [Message.subject],
+            "from": [Message.from_name, Message.from_email],
+            "to": [Message.recipients],
+        }
+        for name, wanted in simple.items():
+            if name in needed:
+                columns.extend(wanted)
+        for index, comparator in enumerate(self.comparators):
+            if comparator.property == "hasKeyword":
+                flag = self.compiler.keyword(Message, comparator.keyword)
+            elif comparator.property == "allInThreadHaveKeyword":
+                flag = self.compiler.thread_keyword(comparator.keyword, "all")
+            elif comparator.property == "someInThreadHaveKeyword":
+                flag = self.compiler.thread_keyword(comparator.keyword, "some")
+            else:
+                continue
+            columns.append(case((flag, 1), else_=0).label(f"k{index}"))
+        rows = self.session.execute(select(*columns).where(self.condition)).all()
+        for row in order_rows(list(rows), self.comparators):
+            yield row.id, row.thread_id
+
+    def _collapsed(self, rows: Iterator[tuple[int, int | None]]) -> Iterator[int]:
         seen: set[int] = set()
-        for message_id, thread in self._pages(first_size):
+        for message_id, thread in rows:
             if self.collapse:
                 key = thread if thread is not None else -message_id
                 if key in seen:
@@ -382,8 +498,24 @@ class EmailSearch:
                 seen.add(key)
             yield message_id
 
+    def ordered(self) -> list[int]:
+        """Every result id in order, for a sort other than receivedAt alone (kept once read)."""
+        if self._ordered is None:
+            self._ordered = list(self._collapsed(self._sorted()))
+        return self._ordered
+
+    def iterate(self, first_size: int = 200) -> Iterator[int]:
+        """Result ids in order (collapsed to one per thread when asked)."""
+        if not self.keyset:
+            return iter(self.ordered())
+        return self._collapsed(self._pages(first_size))
+
+    # -- totals and pages -----------------------------------------------------
+
     def total(self) -> int:
         """The number of results."""
+        if not self.keyset:
+            return len(self.ordered())
         if self.simple_mailbox is not None:
             return self._mailbox_total(self.simple_mailbox)
         if self.collapse:
@@ -429,30 +561,17 @@ class EmailSearch:
         """The results from a position (or around an anchor), at most ``limit`` of them."""
         total = self.total() if want_total or (position < 0 and anchor is None) else None
         if anchor is not None:
-            collected: list[int] = []
-            start: int | None = None
-            for message_id in self.iterate(limit * 2 + max(anchor_offset, 0) + 50):
-                collected.append(message_id)
-                if start is None and message_id == anchor:
-                    start = max(0, len(collected) - 1 + anchor_offset)
-                if start is not None and len(collected) >= start + limit:
-                    break
-            if start is None:
-                raise MethodError("anchorNotFound", "The anchor is not in the results.")
-            return QueryResult(collected[start : start + limit], start, total)
+            return self._around(anchor, anchor_offset, limit, total)
         if position < 0:
             assert total is not None
             position = max(0, total + position)
+        if not self.keyset:
+            return QueryResult(self.ordered()[position : position + limit], position, total)
         if not self.collapse and limit > 0:
-            order = (
-                (Message.received_at.asc(), Message.id.asc())
-                if self.ascending
-                else (Message.received_at.desc(), Message.id.desc())
-            )
             found = self.session.scalars(
                 select(Message.id)
                 .where(self.condition)
-                .order_by(*order)
+                .order_by(*self._order())
                 .offset(position)
                 .limit(limit)
             ).all()
@@ -466,6 +585,27 @@ class EmailSearch:
                         break
         return QueryResult(page, position, total)
 
-    def all_ids(self) -> list[int]:
-        """Every result id in order (for queryChanges)."""
-        return list(self.iterate(1000))
+    def _around(
+        self, anchor: int, anchor_offset: int, limit: int, total: int | None
+    ) -> QueryResult:
+        """RFC 8620 §5.5: from the anchor's index plus the offset (at least 0)."""
+        collected: list[int] = []
+        start: int | None = None
+        for message_id in self.iterate(limit * 2 + max(anchor_offset, 0) + 50):
+            collected.append(message_id)
+            if start is None and message_id == anchor:
+                start = max(0, len(collected) - 1 + anchor_offset)
+            if start is not None and len(collected) >= start + limit:
+                break
+        if start is None:
+            raise MethodError("anchorNotFound", "The anchor is not in the results.")
+        return QueryResult(collected[start : start + limit], start, total)
+
+    def ids_up_to(self, last: int | None) -> list[int]:
+        """Result ids in order, up to and including ``last`` (all of them if it is not found)."""
+        found: list[int] = []
+        for message_id in self.iterate(1000):
+            found.append(message_id)
+            if message_id == last:
+                break
+        return found

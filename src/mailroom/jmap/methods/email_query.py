@@ -2,7 +2,8 @@
 
 The filter compiler and the paged search are :mod:`mailroom.jmap.emailquery`;
 this module reads the method arguments and shapes the responses.
-``queryChanges`` removes every changed email and re-adds it where it now is.
+``queryChanges`` removes every changed email (and every email of a changed
+thread) and re-adds it where it now is: exact for every filter and sort.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from mailroom.jmap import changes as jchanges
 from mailroom.jmap import ids
 from mailroom.jmap.changes import current_states, parse_state
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.emailquery import EmailFilter, EmailSearch, sort_direction
+from mailroom.jmap.emailquery import EmailFilter, EmailSearch, is_immutable, parse_comparators
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.mapping import role_labels
 from mailroom.jmap.methods.common import TABS, boolean, integer, is_int, max_changes
@@ -31,11 +32,11 @@ def _search(context: Context, session: Session, user_id: int, args: dict[str, An
     condition = compiler.compile(args.get("filter"))
     return EmailSearch(
         session,
+        compiler,
         condition,
-        ascending=sort_direction(args.get("sort")),
+        comparators=parse_comparators(args.get("sort")),
         collapse=boolean(args, "collapseThreads"),
         user_id=user_id,
-        simple_mailbox=compiler.simple_mailbox,
     )
 
 
@@ -48,6 +49,8 @@ def email_query(context: Context, session: Session, args: dict[str, Any]) -> dic
     anchor_value = args.get("anchor")
     anchor: int | None = None
     if anchor_value is not None:  # RFC 8620 §5.5: with an anchor, position is ignored
+        if not isinstance(anchor_value, str):
+            raise invalid_arguments("anchor must be an Email id.")
         anchor = ids.parse_email(anchor_value)
         if anchor is None:
             raise MethodError("anchorNotFound", "The anchor is not in the results.")
@@ -78,13 +81,8 @@ def email_query(context: Context, session: Session, args: dict[str, Any]) -> dic
     return response
 
 
-def email_query_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
-    """Email/queryChanges: every changed email is removed, and re-added where it now is."""
-    user_id = context.check_account(args)
-    limit = max_changes(args)
-    states = current_states(session, user_id)
-    since = parse_state(args.get("sinceQueryState"), states.floor("Email", "Thread"), states.query)
-    search = _search(context, session, user_id, args)
+def _affected(session: Session, user_id: int, since: int) -> set[int]:
+    """Emails changed since the state, and every email of a thread changed since then."""
     emails, threads = jchanges.query_changes(session, user_id, since)
     if emails:
         threads |= {
@@ -105,13 +103,44 @@ def email_query_changes(context: Context, session: Session, args: dict[str, Any]
                 )
             )
         )
-    current = search.all_ids()
+    return affected
+
+
+def _up_to(args: dict[str, Any]) -> int | None:
+    value = args.get("upToId")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise invalid_arguments("upToId must be an Email id or null.")
+    return ids.parse_email(value)
+
+
+def email_query_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    """Email/queryChanges: every changed email is removed, and re-added where it now is.
+
+    With ``upToId`` on a filter and sort of immutable properties only, the
+    results are read only as far as that email, unless it changed itself.
+    """
+    user_id = context.check_account(args)
+    limit = max_changes(args)
+    states = current_states(session, user_id)
+    since = parse_state(args.get("sinceQueryState"), states.floor("Email", "Thread"), states.query)
+    search = _search(context, session, user_id, args)
+    up_to = _up_to(args)
+    affected = _affected(session, user_id, since)
+    removed = [ids.email_id(mid) for mid in sorted(affected)]
+    if limit is not None and len(removed) > limit:
+        raise MethodError("tooManyChanges", "More changes than maxChanges; query again.")
+    want_total = boolean(args, "calculateTotal")
+    last = up_to if is_immutable(search.compiler, search.comparators) else None
+    if last in affected:
+        last = None
+    current = search.ids_up_to(last) if affected or want_total else []
     added = [
         {"id": ids.email_id(mid), "index": index}
         for index, mid in enumerate(current)
         if mid in affected
     ]
-    removed = [ids.email_id(mid) for mid in sorted(affected)]
     if limit is not None and len(removed) + len(added) > limit:
         raise MethodError("tooManyChanges", "More changes than maxChanges; query again.")
     response: dict[str, Any] = {
@@ -121,6 +150,7 @@ def email_query_changes(context: Context, session: Session, args: dict[str, Any]
         "removed": removed,
         "added": added,
     }
-    if boolean(args, "calculateTotal"):
-        response["total"] = len(current)
+    if want_total:
+        stopped = last is not None and bool(current) and current[-1] == last
+        response["total"] = search.total() if stopped else len(current)
     return response
