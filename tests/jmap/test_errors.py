@@ -250,7 +250,7 @@ def test_identities_and_sending_is_refused_plainly(client: Jmap, alice: Person) 
         "Email/set",
         {
             "update": {
-                email_id(alice.messages["hello"]): {"keywords/$answered": True},
+                email_id(alice.messages["hello"]): {"keywords/bad(keyword": True},
                 email_id(alice.messages["reply"]): {"subject": "new"},
                 email_id(alice.messages["other"]): {"mailboxIds": {}},
             }

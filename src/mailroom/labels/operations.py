@@ -24,12 +24,22 @@ wake           remove Snoozed, add Inbox, mark the newest message unread
 delete_forever remove the message; its pending change keeps the provider id
 ============== ==========================================================
 
-Invariant: a message always keeps at least one *location* label (Inbox,
-Archive, Spam, Trash, Sent, Drafts, or a label bound to a provider folder of
-its account). Archive is the fallback location: an operation that would leave
-none adds it, and it is dropped as soon as another location is present.
-Snoozed has no provider folder, so a snoozed message lives in Archive.
+Invariant: every operation that adds or removes *some* labels leaves a
+message at least one *location* label (Inbox, Archive, Spam, Trash, Sent,
+Drafts, or a label bound to a provider folder of its account). Archive is the
+fallback location: such an operation that would leave none adds it, and it is
+dropped as soon as another location is present. Snoozed has no provider
+folder, so a snoozed message lives in Archive. The one exception is
+:meth:`Operations.set_labels`, where the caller states a message's *whole*
+label set (JMAP ``mailboxIds``): that set is honoured exactly as given (the
+caller guarantees it is not empty), with no Archive added or dropped.
 Every operation is idempotent: repeating it changes nothing and logs nothing.
+
+Keywords (:mod:`mailroom.labels.keywords`): ``$seen`` is read state,
+``$flagged`` the Starred label, every other keyword a ``message_keywords`` row
+set by :meth:`Operations.set_keywords`, whose pending change (operation
+``keywords``, payload ``{"keywords": {name: true|false}}``) names the keywords
+the provider should look at; the propagator sets them from the current rows.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.errors import NotFoundError
+from mailroom.labels.keywords import FLAGGED, SEEN, stored_keywords
 from mailroom.labels.propagation import wake_after_commit
 from mailroom.labels.resolver import system_label
 from mailroom.store import changelog
@@ -50,6 +61,7 @@ from mailroom.store.models import (
     Folder,
     Label,
     Message,
+    MessageKeyword,
     MessageLabel,
     PendingChange,
     Thread,
@@ -128,6 +140,44 @@ class Operations:
             )
             self._after(changed, set(), "read" if read else "unread", {"seen": read})
         return changed
+
+    def set_keywords(
+        self, message_ids: Iterable[int], add: Iterable[str], remove: Iterable[str]
+    ) -> list[int]:
+        """Add and remove stored keywords (lower-case; never ``$seen``/``$flagged``).
+
+        Returns the ids that changed; each gets an Email change and one pending
+        change naming the keywords, so the provider follows.
+        """
+        ids = self._own(message_ids)
+        adding = set(add) - {SEEN, FLAGGED}
+        removing = set(remove) - adding - {SEEN, FLAGGED}
+        if not ids or not (adding or removing):
+            return []
+        before = stored_keywords(self.session, ids)
+        rows: list[dict[str, Any]] = [
+            {"message_id": mid, "keyword": keyword}
+            for mid in ids
+            for keyword in sorted(adding - before.get(mid, set()))
+        ]
+        changed: set[int] = {int(row["message_id"]) for row in rows}
+        if rows:
+            self.session.execute(insert(MessageKeyword), rows)
+        if removing:
+            changed.update(
+                self.session.scalars(
+                    delete(MessageKeyword)
+                    .where(
+                        MessageKeyword.message_id.in_(ids),
+                        MessageKeyword.keyword.in_(sorted(removing)),
+                    )
+                    .returning(MessageKeyword.message_id)
+                )
+            )
+        if changed:
+            named = {keyword: True for keyword in adding} | {k: False for k in removing}
+            self._after(sorted(changed), set(), "keywords", {"keywords": named})
+        return sorted(changed)
 
     def archive(self, message_ids: Iterable[int]) -> list[int]:
         """Remove Inbox (and Snoozed)."""
@@ -238,12 +288,13 @@ class Operations:
         """Give messages the label set ``after`` (they had ``before``) as the action it means.
 
         A client that edits a message's mailboxes (JMAP ``mailboxIds``) states only
-        the new set; the difference names the action, which the propagation to the
-        provider and the change history go by: Starred coming or going is
-        (un)starring; otherwise Trash added is trash, Spam added is spam, Inbox
-        added is restore (from Trash), unspam (from Spam) or inbox, Inbox removed is
-        archive, labels only added or only removed are label/unlabel, anything else
-        a move. Returns the ids that changed.
+        the new set, and the messages end with exactly that set (no Archive added
+        or dropped: ``after`` must not be empty). The difference names the action,
+        which the propagation to the provider and the change history go by:
+        Starred coming or going is (un)starring; otherwise Trash added is trash,
+        Spam added is spam, Inbox added is restore (from Trash), unspam (from Spam)
+        or inbox, Inbox removed is archive, labels only added or only removed are
+        label/unlabel, anything else a move. Returns the ids that changed.
         """
         ids = list(message_ids)
         was, now = set(before), set(after)
@@ -251,12 +302,16 @@ class Operations:
         changed: set[int] = set()
         starred = self.role("starred")
         if starred in add or starred in remove:
-            changed.update(self.star(ids, starred in add))
+            star = ([starred], []) if starred in add else ([], [starred])
+            name = "star" if starred in add else "unstar"
+            changed.update(self.change_labels(ids, *star, name, keep_location=False))
         add.discard(starred)
         remove.discard(starred)
         if add or remove:
             name = self._action_of(add, remove)
-            changed.update(self.change_labels(ids, sorted(add), sorted(remove), name))
+            changed.update(
+                self.change_labels(ids, sorted(add), sorted(remove), name, keep_location=False)
+            )
         return sorted(changed)
 
     def _action_of(self, add: set[int], remove: set[int]) -> str:
@@ -286,8 +341,14 @@ class Operations:
         add: Sequence[int],
         remove: Sequence[int],
         operation: str,
+        *,
+        keep_location: bool = True,
     ) -> list[int]:
-        """Add and remove labels on messages, keep a location, log and queue; idempotent."""
+        """Add and remove labels on messages, keep a location, log and queue; idempotent.
+
+        ``keep_location=False`` leaves the labels exactly as asked (see
+        :meth:`set_labels`): the caller has stated the whole set.
+        """
         ids = self._own(message_ids)
         if not ids:
             return []
@@ -307,7 +368,8 @@ class Operations:
         ]
         if rows:
             self.session.execute(insert(MessageLabel), rows)
-        self._keep_location(ids)
+        if keep_location:
+            self._keep_location(ids)
         after = self._labels_of(ids)
         changed = [mid for mid in ids if before.get(mid, set()) != after.get(mid, set())]
         touched_labels = {

@@ -10,9 +10,9 @@ at a time, and a large one alone inside a heavy-work slot (see
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import closing
-from email.utils import parsedate_to_datetime
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -21,19 +21,24 @@ from sqlalchemy.orm import Session
 from mailroom.jmap import ids
 from mailroom.jmap.bodies import (
     DEFAULT_BODY_PROPERTIES,
+    DEFAULT_STRUCTURE_PROPERTIES,
     HEAVY_MESSAGE_BYTES,
     Structure,
     body_part,
     body_value,
     heavy_work,
+    parse_header_block,
     parse_structure,
+    text_leaves,
 )
-from mailroom.jmap.errors import invalid_arguments
+from mailroom.jmap.header_forms import as_date, header_property, raw_fields
 from mailroom.jmap.mapping import role_labels
 from mailroom.jmap.methods.common import utc_date
 from mailroom.jmap.scope import owned_by
+from mailroom.labels.keywords import FLAGGED, SEEN, stored_keywords
 from mailroom.mime.addresses import parse_address_list
 from mailroom.mime.msgids import parse_id_list
+from mailroom.mime.structure import Part
 from mailroom.store.headers import stored_headers
 from mailroom.store.models import Blob, Message, MessageLabel
 
@@ -65,11 +70,11 @@ DEFAULT_PROPERTIES = (
 )
 PROPERTIES = frozenset({*DEFAULT_PROPERTIES, "headers", "bodyStructure"})
 TAB_PROPERTIES = frozenset({"category"})
-_HEADER_PROPERTIES = frozenset({"inReplyTo", "references", "sender", "headers"})
+# Read from the stored (decoded) header list; `headers` and `header:` read the raw bytes.
+_HEADER_PROPERTIES = frozenset({"inReplyTo", "references", "sender", "sentAt"})
 # Small raw messages are read together up to this many bytes per query.
 _RAW_BATCH_BYTES = 4_000_000
 _BODY_PROPERTIES = frozenset({"bodyStructure", "bodyValues", "textBody", "htmlBody", "attachments"})
-_HEADER_FORMS = frozenset({"asRaw", "asText", "asAddresses", "asMessageIds", "asDate", "asURLs"})
 
 
 def _addresses(pairs: Iterable[Any]) -> list[dict[str, Any]] | None:
@@ -81,35 +86,43 @@ def _addresses(pairs: Iterable[Any]) -> list[dict[str, Any]] | None:
     return out or None
 
 
-def header_property(name: str) -> tuple[str, str, bool]:
-    """Split ``header:Name[:form][:all]``; invalidArguments for a form not offered."""
-    parts = name.split(":")
-    if len(parts) < 2 or not parts[1]:
-        raise invalid_arguments(f"Bad header property {name!r}.")
-    field, rest = parts[1], parts[2:]
-    every = bool(rest) and rest[-1] == "all"
-    if every:
-        rest = rest[:-1]
-    form = rest[0] if rest else "asRaw"
-    if len(rest) > 1 or form not in _HEADER_FORMS:
-        raise invalid_arguments(f"The header form of {name!r} is not supported.")
-    return field.lower(), form, every
+@dataclass(frozen=True, slots=True)
+class BodyRequest:
+    """The body arguments of one Email/get: which part properties and body values."""
 
+    properties: Sequence[str] | None
+    fetch_text: bool
+    fetch_html: bool
+    fetch_all: bool
+    max_bytes: int
 
-def _header_value(value: str, form: str) -> Any:
-    if form in ("asRaw", "asText"):
-        return value.strip() if form == "asText" else value
-    if form == "asAddresses":
-        return [{"name": a.name or None, "email": a.email} for a in parse_address_list(value)]
-    if form == "asMessageIds":
-        return parse_id_list(value) or None
-    if form == "asDate":
-        try:
-            return utc_date(parsedate_to_datetime(value.strip()))
-        except (TypeError, ValueError, IndexError):
-            return None
-    urls = [part.strip()[1:-1] for part in value.split(",") if part.strip().startswith("<")]
-    return urls or None
+    def value(self, structure: Structure | None, name: str) -> Any:
+        """One body property of an email (``None`` structure: no raw bytes kept)."""
+        if structure is None:
+            return {} if name == "bodyValues" else ([] if name != "bodyStructure" else None)
+        if name == "bodyStructure":
+            tree = DEFAULT_STRUCTURE_PROPERTIES if self.properties is None else self.properties
+            return body_part(structure, structure.root, tree)
+        properties = DEFAULT_BODY_PROPERTIES if self.properties is None else self.properties
+        if name == "textBody":
+            return [body_part(structure, p, properties) for p in structure.text_parts]
+        if name == "htmlBody":
+            return [body_part(structure, p, properties) for p in structure.html_parts]
+        if name == "attachments":
+            return [body_part(structure, p, properties) for p in structure.attachments]
+        chosen: list[Part] = []
+        if self.fetch_all:
+            chosen = text_leaves(structure)
+        else:
+            if self.fetch_text:
+                chosen += structure.text_parts
+            if self.fetch_html:
+                chosen += structure.html_parts
+        values: dict[str, Any] = {}
+        for part in chosen:
+            if part.path not in values and part.ctype.startswith("text/"):
+                values[part.path] = body_value(structure, part, self.max_bytes)
+        return values
 
 
 class EmailReader:
@@ -133,29 +146,31 @@ class EmailReader:
                 labels[mid].add(lid)
         return labels
 
-    def keywords(self, seen: bool, labels: set[int]) -> dict[str, bool]:
-        """The keywords a message shows."""
-        keywords: dict[str, bool] = {}
+    def keywords(self, seen: bool, labels: set[int], stored: Iterable[str] = ()) -> dict[str, bool]:
+        """The keywords a message shows: ``$seen``, ``$flagged`` and its stored ones, sorted."""
+        keywords = set(stored)
         if seen:
-            keywords["$seen"] = True
+            keywords.add(SEEN)
         if self.roles.get("starred") in labels:
-            keywords["$flagged"] = True
-        if self.roles.get("drafts") in labels:
-            keywords["$draft"] = True
-        return keywords
+            keywords.add(FLAGGED)
+        return {keyword: True for keyword in sorted(keywords)}
 
     def read(
         self,
         message_ids: list[int],
         properties: list[str],
         *,
-        body_properties: tuple[str, ...] | list[str] = DEFAULT_BODY_PROPERTIES,
+        body_properties: Sequence[str] | None = None,
         fetch_text: bool = False,
         fetch_html: bool = False,
         fetch_all: bool = False,
         max_bytes: int = 0,
     ) -> dict[int, dict[str, Any]]:
-        """Email objects by message id (messages of other users are simply absent)."""
+        """Email objects by message id (messages of other users are simply absent).
+
+        ``body_properties`` None is RFC 8621's default list (with ``subParts``
+        added for ``bodyStructure``, whose tree is otherwise lost).
+        """
         if not message_ids:
             return {}
         wanted = set(properties)
@@ -186,8 +201,9 @@ class EmailReader:
         }
         found = list(messages)
         labels = self.labels(found) if wanted & {"mailboxIds", "keywords"} else {}
+        stored = stored_keywords(self.session, found) if "keywords" in wanted else {}
         headers: dict[int, list[list[str]]] = {}
-        if wanted & _HEADER_PROPERTIES or any(p.startswith("header:") for p in wanted):
+        if wanted & _HEADER_PROPERTIES:
             headers = stored_headers(self.session, found)
         categories: dict[int, str | None] = {}
         if self.tabs and "category" in wanted:
@@ -218,13 +234,16 @@ class EmailReader:
                 elif name == "mailboxIds":
                     obj[name] = {ids.mailbox_id(lid): True for lid in sorted(labels.get(mid, ()))}
                 elif name == "keywords":
-                    obj[name] = self.keywords(message.seen_at is not None, labels.get(mid, set()))
+                    obj[name] = self.keywords(
+                        message.seen_at is not None, labels.get(mid, set()), stored.get(mid, ())
+                    )
                 elif name == "size":
                     obj[name] = message.size
                 elif name == "receivedAt":
                     obj[name] = utc_date(message.received_at)
-                elif name == "sentAt":
-                    obj[name] = utc_date(message.sent_at)
+                elif name == "sentAt":  # header:Date:asDate, the sender's offset kept
+                    dates = [v for k, v in fields if k.lower() == "date"]
+                    obj[name] = as_date(dates[-1]) if dates else None
                 elif name == "messageId":
                     obj[name] = [message.message_id_header] if message.message_id_header else None
                 elif name in ("inReplyTo", "references"):
@@ -249,46 +268,55 @@ class EmailReader:
                     obj[name] = message.has_attachment
                 elif name == "preview":
                     obj[name] = message.preview
-                elif name == "headers":
-                    obj[name] = [{"name": k, "value": v} for k, v in fields]
-                elif name.startswith("header:"):
-                    field, form, every = header_property(name)
-                    values = [v for k, v in fields if k.lower() == field]
-                    if every:
-                        obj[name] = [_header_value(v, form) for v in values]
-                    else:
-                        obj[name] = _header_value(values[-1], form) if values else None
+                elif name == "headers" or name.startswith("header:"):
+                    obj[name] = None  # filled below from the raw bytes
                 elif name == "category":
                     obj[name] = categories.get(mid)
                 elif name in _BODY_PROPERTIES:
                     obj[name] = None  # filled below, one message at a time
             out[mid] = obj
-        body_names = [name for name in properties if name in _BODY_PROPERTIES]
-        if body_names:
-            seen: set[int] = set()
-            # closing(): a large message's heavy-work slot is held across the
-            # yield and must be released even if building its parts fails.
-            with closing(self._raw_messages(found)) as raws:
-                for mid, data in raws:
-                    seen.add(mid)
-                    structure = parse_structure(mid, data)
-                    for name in body_names:
-                        out[mid][name] = self._body(
-                            structure,
-                            name,
-                            tuple(body_properties),
-                            fetch_text,
-                            fetch_html,
-                            fetch_all,
-                            max_bytes,
-                        )
-                    del structure, data
-            for mid in set(found) - seen:  # no raw bytes kept
-                for name in body_names:
-                    out[mid][name] = self._body(
-                        None, name, (), fetch_text, fetch_html, fetch_all, max_bytes
-                    )
+        raw_names = [
+            name
+            for name in properties
+            if name in _BODY_PROPERTIES or name == "headers" or name.startswith("header:")
+        ]
+        if raw_names:
+            self._fill_from_raw(
+                out,
+                raw_names,
+                BodyRequest(body_properties, fetch_text, fetch_html, fetch_all, max_bytes),
+            )
         return out
+
+    def _fill_from_raw(
+        self, out: dict[int, dict[str, Any]], names: list[str], request: BodyRequest
+    ) -> None:
+        """Fill the header and body properties of each email from its raw bytes."""
+        seen: set[int] = set()
+        needs_tree = any(name in _BODY_PROPERTIES for name in names)
+        # closing(): a large message's heavy-work slot is held across the
+        # yield and must be released even if building its parts fails.
+        with closing(self._raw_messages(list(out))) as raws:
+            for mid, data in raws:
+                seen.add(mid)
+                structure = parse_structure(mid, data) if needs_tree else None
+                fields = raw_fields(structure.root.msg if structure else parse_header_block(data))
+                for name in names:
+                    if name == "headers":
+                        out[mid][name] = [{"name": k, "value": v} for k, v in fields]
+                    elif name.startswith("header:"):
+                        out[mid][name] = header_property(name).pick(fields)
+                    else:
+                        out[mid][name] = request.value(structure, name)
+                del structure, data
+        for mid in set(out) - seen:  # no raw bytes kept
+            for name in names:
+                if name == "headers":
+                    out[mid][name] = []
+                elif name.startswith("header:"):
+                    out[mid][name] = header_property(name).pick([])
+                else:
+                    out[mid][name] = request.value(None, name)
 
     def _raw_messages(self, message_ids: list[int]) -> Generator[tuple[int, bytes], None, None]:
         """The raw bytes of messages, read a few megabytes at a time.
@@ -327,34 +355,3 @@ class EmailReader:
         while rows:  # pop: each message's bytes are freed once it is done
             mid, data = rows.pop()
             yield mid, data
-
-    @staticmethod
-    def _body(
-        structure: Structure | None,
-        name: str,
-        properties: tuple[str, ...],
-        fetch_text: bool,
-        fetch_html: bool,
-        fetch_all: bool,
-        max_bytes: int,
-    ) -> Any:
-        if structure is None:
-            return {} if name == "bodyValues" else ([] if name != "bodyStructure" else None)
-        if name == "bodyStructure":
-            return body_part(structure, structure.root, properties)
-        if name == "textBody":
-            return [body_part(structure, p, properties) for p in structure.text_parts]
-        if name == "htmlBody":
-            return [body_part(structure, p, properties) for p in structure.html_parts]
-        if name == "attachments":
-            return [body_part(structure, p, properties) for p in structure.attachments]
-        chosen = []
-        if fetch_text or fetch_all:
-            chosen += structure.text_parts
-        if fetch_html or fetch_all:
-            chosen += structure.html_parts
-        values: dict[str, Any] = {}
-        for part in chosen:
-            if part.path not in values and part.ctype.startswith("text/"):
-                values[part.path] = body_value(part, max_bytes)
-        return values
