@@ -47,7 +47,7 @@ def account_capabilities() -> dict[str, Any]:
             "maxSizeMailboxName": 500,
             "maxSizeAttachmentsPerEmail": 0,
             "emailQuerySortOptions": list(SORT_PROPERTIES),
-            "mayCreateTopLevelMailbox": False,
+            "mayCreateTopLevelMailbox": True,
         },
         SUBMISSION: {"maxDelayedSend": 0, "submissionExtensions": {}},
         TABS: {"categories": list(CATEGORIES), "filterProperty": "category"},

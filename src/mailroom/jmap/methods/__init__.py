@@ -16,6 +16,8 @@ from mailroom.jmap.methods import (
     email_set,
     identity,
     mailbox,
+    mailbox_query,
+    mailbox_set,
     snippet,
     submission,
     thread,
@@ -31,6 +33,7 @@ QUERY_CHANGES = frozenset(
     {"accountId", "filter", "sort", "sinceQueryState", "maxChanges", "upToId", "calculateTotal"}
 )
 SET = frozenset({"accountId", "ifInState", "create", "update", "destroy"})
+MAILBOX_TREE = frozenset({"sortAsTree", "filterAsTree"})
 EMAIL_GET = GET | {
     "bodyProperties",
     "fetchTextBodyValues",
@@ -48,8 +51,11 @@ METHODS: dict[str, Method] = {
     "Core/echo": _method(CORE, core.echo, None),
     "Mailbox/get": _method(MAIL, mailbox.mailbox_get, GET),
     "Mailbox/changes": _method(MAIL, mailbox.mailbox_changes, CHANGES),
-    "Mailbox/query": _method(MAIL, mailbox.mailbox_query, QUERY | {"sortAsTree", "filterAsTree"}),
-    "Mailbox/queryChanges": _method(MAIL, mailbox.mailbox_query_changes, QUERY_CHANGES),
+    "Mailbox/query": _method(MAIL, mailbox_query.mailbox_query, QUERY | MAILBOX_TREE),
+    "Mailbox/queryChanges": _method(
+        MAIL, mailbox_query.mailbox_query_changes, QUERY_CHANGES | MAILBOX_TREE
+    ),
+    "Mailbox/set": _method(MAIL, mailbox_set.mailbox_set, SET | {"onDestroyRemoveEmails"}),
     "Thread/get": _method(MAIL, thread.thread_get, GET),
     "Thread/changes": _method(MAIL, thread.thread_changes, CHANGES),
     "Email/get": _method(MAIL, email_get.email_get, EMAIL_GET),

@@ -1,10 +1,14 @@
-"""``Mailbox/get``, ``/changes``, ``/query`` (RFC 8621 §2): labels as mailboxes.
+"""``Mailbox/get`` and ``/changes`` (RFC 8621 §2.1, §2.2): labels as mailboxes.
 
 Every label of the user is a mailbox (system labels carry their role, see
-``jmap.mapping``); nested labels have their parent as ``parentId``. Counts
-come from the trigger-kept ``thread_labels`` (totals) and one grouped query
-over unread messages. Mailboxes cannot be created, renamed or deleted over
-JMAP yet (``myRights`` says so; ``Mailbox/set`` is unknown).
+``jmap.mapping``); nested labels have their parent as ``parentId``;
+``sortOrder`` and ``isSubscribed`` are the label's own columns. Counts come
+from the trigger-kept ``thread_labels`` (totals) and one grouped query over
+unread messages. ``myRights`` is exact per mailbox (:func:`rights`): system
+mailboxes cannot be renamed, deleted or given children, and nothing can be
+put into Snoozed over JMAP (a snooze needs a wake time). ``Mailbox/query`` is
+in :mod:`~mailroom.jmap.methods.mailbox_query`, ``Mailbox/set`` in
+:mod:`~mailroom.jmap.methods.mailbox_set`.
 """
 
 from __future__ import annotations
@@ -18,16 +22,12 @@ from mailroom.jmap import changes as jchanges
 from mailroom.jmap import ids
 from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.errors import MethodError, invalid_arguments
-from mailroom.jmap.mapping import JMAP_ROLE, MAILROOM_ROLE, SORT_ORDER, USER_LABEL_SORT_ORDER
+from mailroom.jmap.mapping import JMAP_ROLE
 from mailroom.jmap.methods.common import (
-    boolean,
     get_response,
-    integer,
     requested_ids,
     requested_properties,
     type_changes,
-    unsigned,
 )
 from mailroom.store.models import Label, Message, MessageLabel, ThreadLabel
 
@@ -45,20 +45,27 @@ PROPERTIES = (
     "isSubscribed",
 )
 COUNTS = frozenset({"totalEmails", "unreadEmails", "totalThreads", "unreadThreads"})
-RIGHTS = {
-    "mayReadItems": True,
-    "mayAddItems": True,
-    "mayRemoveItems": True,
-    "maySetSeen": True,
-    "maySetKeywords": True,
-    "mayCreateChild": False,
-    "mayRename": False,
-    "mayDelete": False,
-    "maySubmit": False,
-}
+SERVER_SET = frozenset({"id", "myRights"}) | COUNTS
 
 
-def _counts(session: Session, user_id: int) -> dict[int, dict[str, int]]:
+def rights(label: Label) -> dict[str, bool]:
+    """The ``myRights`` of a mailbox: what this user may do with it over JMAP."""
+    user_label = label.role is None
+    return {
+        "mayReadItems": True,
+        "mayAddItems": label.role != "snoozed",
+        "mayRemoveItems": True,
+        "maySetSeen": True,
+        "maySetKeywords": True,
+        "mayCreateChild": user_label,
+        "mayRename": user_label,
+        "mayDelete": user_label,
+        "maySubmit": False,
+    }
+
+
+def mailbox_counts(session: Session, user_id: int) -> dict[int, dict[str, int]]:
+    """Email and thread totals and unread counts per label of the user."""
     counts: dict[int, dict[str, int]] = {}
     for label_id, threads, emails in session.execute(
         select(ThreadLabel.label_id, func.count(), func.sum(ThreadLabel.message_count))
@@ -90,7 +97,15 @@ def _counts(session: Session, user_id: int) -> dict[int, dict[str, int]]:
     return counts
 
 
-def _labels(session: Session, user_id: int) -> list[Label]:
+def created_id(context: Context, value: object) -> object:
+    """An id, with a creation id reference (``#new``) of this request replaced by its id."""
+    if isinstance(value, str) and value.startswith("#"):
+        return context.created_ids.get(value[1:], value)
+    return value
+
+
+def user_labels(session: Session, user_id: int) -> list[Label]:
+    """Every label of the user, by id."""
     return list(session.scalars(select(Label).where(Label.user_id == user_id).order_by(Label.id)))
 
 
@@ -103,9 +118,9 @@ def mailbox_object(
         "name": label.name,
         "parentId": ids.mailbox_id(label.parent_id) if label.parent_id else None,
         "role": JMAP_ROLE.get(label.role or ""),
-        "sortOrder": SORT_ORDER.get(label.role or "", USER_LABEL_SORT_ORDER),
-        "myRights": dict(RIGHTS),
-        "isSubscribed": True,
+        "sortOrder": label.sort_order,
+        "myRights": rights(label),
+        "isSubscribed": label.is_subscribed,
     }
     zero = {"totalEmails": 0, "totalThreads": 0, "unreadEmails": 0, "unreadThreads": 0}
     full.update(counts or zero)
@@ -118,15 +133,15 @@ def mailbox_get(context: Context, session: Session, args: dict[str, Any]) -> dic
     properties = requested_properties(args, PROPERTIES, PROPERTIES)
     wanted = requested_ids(context, args)
     state = current_states(session, user_id).mailbox
-    labels = {label.id: label for label in _labels(session, user_id)}
-    counts = _counts(session, user_id) if COUNTS & set(properties) else {}
+    labels = {label.id: label for label in user_labels(session, user_id)}
+    counts = mailbox_counts(session, user_id) if COUNTS & set(properties) else {}
     if wanted is None:
         chosen = list(labels.values())
         missing: list[str] = []
     else:
         chosen, missing = [], []
         for value in wanted:
-            label_id = ids.parse_mailbox(value)
+            label_id = ids.parse_mailbox(created_id(context, value))
             if label_id is not None and label_id in labels:
                 chosen.append(labels[label_id])
             else:
@@ -147,107 +162,3 @@ def mailbox_changes(context: Context, session: Session, args: dict[str, Any]) ->
         to_id=ids.mailbox_id,
     )
     return {**changes, "updatedProperties": None}
-
-
-def _matches(label: Label, condition: dict[str, Any]) -> bool:
-    for key, value in condition.items():
-        if key == "parentId":
-            if value is None:
-                if label.parent_id is not None:
-                    return False
-            elif ids.parse_mailbox(value) != label.parent_id:
-                return False
-        elif key == "name":
-            if not isinstance(value, str):
-                raise invalid_arguments("name must be a string.")
-            if value.lower() not in label.name.lower():
-                return False
-        elif key == "role":
-            wanted = MAILROOM_ROLE.get(value) if isinstance(value, str) else None
-            if value is None:
-                if label.role is not None:
-                    return False
-            elif label.role != wanted:
-                return False
-        elif key == "hasAnyRole":
-            if bool(label.role) != bool(value):
-                return False
-        elif key == "isSubscribed":
-            if value is not True:
-                return False
-        else:
-            raise MethodError("unsupportedFilter", f"The filter {key!r} is not supported.")
-    return True
-
-
-def _filter(label: Label, node: object) -> bool:
-    if node is None:
-        return True
-    if not isinstance(node, dict):
-        raise invalid_arguments("A filter must be an object.")
-    if "operator" in node:
-        conditions = node.get("conditions")
-        if not isinstance(conditions, list):
-            raise invalid_arguments("A FilterOperator needs a list of conditions.")
-        results = [_filter(label, c) for c in conditions]
-        operator = node["operator"]
-        if operator == "AND":
-            return all(results)
-        if operator == "OR":
-            return any(results)
-        if operator == "NOT":
-            return not any(results)
-        raise invalid_arguments(f"Unknown filter operator {operator!r}.")
-    return _matches(label, node)
-
-
-def mailbox_query(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
-    """Mailbox/query: filter by parentId, name, role, hasAnyRole; sort by sortOrder or name."""
-    user_id = context.check_account(args)
-    state = current_states(session, user_id).mailbox
-    labels = [label for label in _labels(session, user_id) if _filter(label, args.get("filter"))]
-    sort = args.get("sort") or [{"property": "sortOrder"}, {"property": "name"}]
-    if not isinstance(sort, list):
-        raise invalid_arguments("sort must be a list of comparators.")
-    for comparator in reversed(sort):
-        if not isinstance(comparator, dict):
-            raise invalid_arguments("A comparator must be an object.")
-        prop = comparator.get("property")
-        reverse = comparator.get("isAscending", True) is False
-        if prop == "sortOrder":
-            labels.sort(
-                key=lambda lb: SORT_ORDER.get(lb.role or "", USER_LABEL_SORT_ORDER),
-                reverse=reverse,
-            )
-        elif prop == "name":
-            labels.sort(key=lambda lb: lb.name.lower(), reverse=reverse)
-        else:
-            raise MethodError("unsupportedSort", f"Sorting by {prop!r} is not supported.")
-    found = [ids.mailbox_id(label.id) for label in labels]
-    position = integer(args, "position", 0)
-    if position < 0:
-        position = max(0, len(found) + position)
-    anchor = args.get("anchor")
-    if anchor is not None:
-        if anchor not in found:
-            raise MethodError("anchorNotFound", "The anchor is not in the results.")
-        position = max(0, found.index(anchor) + integer(args, "anchorOffset", 0))
-    limit = unsigned(args, "limit", len(found))
-    response: dict[str, Any] = {
-        "accountId": context.account_id,
-        "queryState": str(state),
-        "canCalculateChanges": False,
-        "position": position,
-        "ids": found[position : position + limit],
-    }
-    if boolean(args, "calculateTotal"):
-        response["total"] = len(found)
-    return response
-
-
-def mailbox_query_changes(
-    context: Context, _session: Session, args: dict[str, Any]
-) -> dict[str, Any]:
-    """Mailbox/queryChanges: never calculable (the list is small; query again)."""
-    context.check_account(args)
-    raise MethodError("cannotCalculateChanges", "Mailbox queries are not diffed; query again.")
