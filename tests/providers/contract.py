@@ -22,15 +22,21 @@ What is held to the contract:
 * **errors map to the right status** — refused credentials end in
   ``auth_error`` with a reason; an unreachable provider leaves the account
   active with a reason and a retry (:func:`mailroom.providers.errors.account_outcome`).
+* **folders follow the labels** — a user label created, renamed or moved,
+  and destroyed in mailroom (:class:`~mailroom.labels.lifecycle.LabelLifecycle`,
+  what ``Mailbox/set`` calls) becomes, moves with and leaves a provider
+  folder once propagated; the next fetch finds the same label, never a second
+  one; replaying the folder changes alters nothing.
 
 Plugging in a provider (Gmail, Graph): write a :class:`Harness` subclass over
 the provider's emulator — ``put`` a message (Message-ID ``<key@x>``) into a
 folder (for Gmail: a label), ``move`` it, ``mark_seen`` it, report
 ``provider_flagged``, ``break_auth`` (revoke the token) and
-``break_connection`` (stop the emulator or point the account elsewhere) — set
+``break_connection`` (stop the emulator or point the account elsewhere) and
+list ``provider_folders`` (paths joined by ``/``; for Gmail: label names) — set
 ``provider`` to the registered name, list in ``lacks`` each capability the
 provider does not have (``propagation``, ``auth``, ``unreachable``,
-``removal``, ``concurrent``) with the reason, and add
+``removal``, ``concurrent``, ``folders``) with the reason, and add
 ``tests/providers/test_<name>_contract.py`` with the ``harness`` fixture and
 an empty subclass of :class:`ProviderContract`. A capability in ``lacks`` makes
 its tests skip with that reason (visible in ``pytest -rs``), never pass
@@ -40,6 +46,7 @@ silently. Folder names used here are ``INBOX`` and ``Archive``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import ClassVar
 
 import pytest
@@ -48,6 +55,7 @@ from sqlalchemy import select, update
 from mailroom.config import Settings
 from mailroom.errors import ProviderError
 from mailroom.jobs.status import record_failure
+from mailroom.labels.lifecycle import LabelLifecycle
 from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import PropagationRun, propagate_pending
 from mailroom.labels.resolver import system_label
@@ -58,6 +66,7 @@ from mailroom.store.engine import Store
 from mailroom.store.models import (
     Account,
     Folder,
+    Label,
     Message,
     MessageLabel,
     MessageLocation,
@@ -66,7 +75,7 @@ from mailroom.store.models import (
 
 __all__ = ["CAPABILITIES", "Harness", "ProviderContract"]
 
-CAPABILITIES = ("propagation", "auth", "unreachable", "removal", "concurrent")
+CAPABILITIES = ("propagation", "auth", "unreachable", "removal", "concurrent", "folders")
 
 
 class Harness:
@@ -109,6 +118,10 @@ class Harness:
 
     def break_connection(self) -> None:
         """Make the provider unreachable for the account from now on."""
+        raise NotImplementedError
+
+    def provider_folders(self) -> set[str]:
+        """The provider's folders of the account, nested names joined by ``/``."""
         raise NotImplementedError
 
     # -- shared ------------------------------------------------------------------
@@ -199,6 +212,20 @@ class Harness:
         message_id = self.stored()[key]
         with self.store.session() as session:
             Operations(session, self.user_id).star([message_id])
+
+    def labels(self, name: str) -> list[int]:
+        """The ids of the user's labels with this name."""
+        with self.store.session() as session:
+            return list(
+                session.scalars(
+                    select(Label.id).where(Label.user_id == self.user_id, Label.name == name)
+                )
+            )
+
+    def change_label(self, change: Callable[[LabelLifecycle], object]) -> None:
+        """Create, change or destroy a label in mailroom, as ``Mailbox/set`` does."""
+        with self.store.session() as session:
+            change(LabelLifecycle(session, self.user_id))
 
     def status(self) -> tuple[str, str | None]:
         """The account's status and reason."""
@@ -332,3 +359,71 @@ class ProviderContract:
         record_failure(harness.store, harness.account_id, info.value)
         status, reason = harness.status()
         assert status == "active" and reason
+
+    def test_a_label_created_in_mailroom_becomes_one_provider_folder(
+        self, harness: Harness
+    ) -> None:
+        """A new label and its child become folders; the next fetch binds them, no second label."""
+        harness.require("folders")
+        harness.put("a")
+        harness.fetch()
+        harness.change_label(lambda life: life.create("Child", life.create("Projects").id))
+        run = harness.propagate()
+        assert run.failed == 0 and run.retried == 0 and run.done == 2
+        assert {"Projects", "Projects/Child"} <= harness.provider_folders()
+        harness.fetch()
+        assert len(harness.labels("Projects")) == 1 and len(harness.labels("Child")) == 1
+
+    def test_a_renamed_and_moved_label_moves_its_provider_folder(self, harness: Harness) -> None:
+        """Renaming a parent and moving a child carry the folders along, labels unchanged."""
+        harness.require("folders")
+        harness.fetch()
+        harness.change_label(lambda life: life.create("Old").id)
+        harness.change_label(lambda life: life.create("Home").id)
+        (old,), (home,) = harness.labels("Old"), harness.labels("Home")
+        harness.change_label(lambda life: life.create("Leaf", old))
+        harness.propagate()
+        harness.change_label(lambda life: life.update(old, name="New"))
+        assert harness.propagate().failed == 0
+        assert "New/Leaf" in harness.provider_folders()
+        assert "Old" not in harness.provider_folders()
+        (leaf,) = harness.labels("Leaf")
+        harness.change_label(lambda life: life.update(leaf, parent_id=home))
+        assert harness.propagate().failed == 0
+        folders = harness.provider_folders()
+        assert "Home/Leaf" in folders and "New/Leaf" not in folders
+        harness.fetch()
+        assert harness.labels("New") == [old] and harness.labels("Leaf") == [leaf]
+        assert harness.labels("Old") == []
+
+    def test_a_destroyed_label_deletes_its_provider_folder(self, harness: Harness) -> None:
+        """A destroyed label's folder disappears, and the next fetch does not bring it back."""
+        harness.require("folders")
+        harness.fetch()
+        harness.change_label(lambda life: life.create("Brief"))
+        harness.propagate()
+        assert "Brief" in harness.provider_folders()
+        (brief,) = harness.labels("Brief")
+        harness.change_label(lambda life: life.destroy(brief))
+        assert harness.propagate().failed == 0
+        assert "Brief" not in harness.provider_folders()
+        harness.fetch()
+        assert harness.labels("Brief") == []
+
+    def test_folder_changes_are_idempotent(self, harness: Harness) -> None:
+        """Replaying created, renamed and destroyed folders changes nothing and fails nothing."""
+        harness.require("folders")
+        harness.fetch()
+        harness.change_label(lambda life: life.create("Twice"))
+        harness.change_label(lambda life: life.create("Gone"))
+        (twice,), (gone,) = harness.labels("Twice"), harness.labels("Gone")
+        harness.change_label(lambda life: life.update(twice, name="Thrice"))
+        harness.change_label(lambda life: life.destroy(gone))
+        first = harness.propagate()
+        assert first.failed == 0 and first.retried == 0
+        before = harness.provider_folders()
+        assert "Thrice" in before and "Twice" not in before and "Gone" not in before
+        harness.replay()
+        again = harness.propagate()
+        assert again.failed == 0 and again.retried == 0
+        assert harness.provider_folders() == before

@@ -58,6 +58,14 @@ class ImapHarness(Harness):
             flags = client.get_flags(uids)
         return all(b"\\Flagged" in f for f in flags.values())
 
+    def provider_folders(self) -> set[str]:
+        with self.mailbox.client() as client:
+            listed = client.list_folders()
+        return {
+            name.replace(delimiter.decode() if isinstance(delimiter, bytes) else delimiter, "/")
+            for _flags, delimiter, name in listed
+        }
+
     def _update(self, **values: object) -> None:
         with self.store.session() as session:
             account = session.get(Account, self.account_id)

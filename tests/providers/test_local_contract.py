@@ -25,6 +25,7 @@ class LocalHarness(Harness):
         "auth": "a local source has no credentials",
         "unreachable": "a local source is a path, not a server",
         "removal": "a re-import adds places; a file that left a folder is not mirrored out",
+        "folders": "a local source is only read; a label's folder is not written into its files",
     }
 
     def __init__(self, store: Store, account_id: int, root: Path) -> None:

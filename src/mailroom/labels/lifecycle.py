@@ -18,7 +18,8 @@ vanish together:
   ``delete_folder`` per folder bound to the label, with the folder's path.
 
 Pending folder changes have no message: ``message_id`` is NULL and the
-``provider_id`` is ``label:<label id>`` (:func:`folder_change_ref`), so the
+``provider_id`` is ``label:<label id>``
+(:func:`mailroom.providers.base.folder_change_ref`), so the
 consumer hands a label's folder changes to the propagator together, in
 order. Propagators derive the folder from the label's *current* state (its
 path and its parent's folder), so replaying a change, or an older rename after
@@ -51,29 +52,18 @@ from sqlalchemy.orm import Session
 from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import wake_after_commit
 from mailroom.labels.resolver import SYSTEM_LABELS, role_for_folder_name
+from mailroom.providers.base import (
+    CREATE_FOLDER,
+    DELETE_FOLDER,
+    RENAME_FOLDER,
+    folder_change_ref,
+)
 from mailroom.store import changelog
 from mailroom.store.models import Account, Folder, Label, MessageLabel, PendingChange
 
-__all__ = [
-    "CREATE_FOLDER",
-    "DELETE_FOLDER",
-    "FOLDER_OPERATIONS",
-    "KEEP",
-    "MAX_NAME_OCTETS",
-    "RENAME_FOLDER",
-    "Keep",
-    "LabelLifecycle",
-    "LabelRefused",
-    "folder_change_label",
-    "folder_change_ref",
-]
+__all__ = ["KEEP", "MAX_NAME_OCTETS", "Keep", "LabelLifecycle", "LabelRefused"]
 
 MAX_NAME_OCTETS = 500
-CREATE_FOLDER = "create_folder"
-RENAME_FOLDER = "rename_folder"
-DELETE_FOLDER = "delete_folder"
-FOLDER_OPERATIONS = frozenset({CREATE_FOLDER, RENAME_FOLDER, DELETE_FOLDER})
-_REF_PREFIX = "label:"
 
 Reason = Literal["invalid", "forbidden", "not_found", "has_children", "has_messages"]
 
@@ -86,19 +76,6 @@ class LabelRefused(Exception):
         self.reason = reason
         self.message = message
         self.field = field
-
-
-def folder_change_ref(label_id: int) -> str:
-    """The ``provider_id`` of a pending folder change of a label."""
-    return f"{_REF_PREFIX}{label_id}"
-
-
-def folder_change_label(provider_id: str) -> int | None:
-    """The label id a pending folder change's ``provider_id`` names, or None."""
-    if not provider_id.startswith(_REF_PREFIX):
-        return None
-    digits = provider_id[len(_REF_PREFIX) :]
-    return int(digits) if digits.isdigit() else None
 
 
 @dataclass(frozen=True, slots=True)

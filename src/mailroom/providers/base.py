@@ -17,7 +17,10 @@ objects, so it may be used across sessions, threads and processes:
   database first) to the provider, a batch of messages per call, and reports an
   :class:`Outcome` per change; :mod:`mailroom.labels.propagation` is the one
   consumer that picks the due changes and keeps their state. Replaying it
-  changes nothing.
+  changes nothing. Besides message changes it gets **folder changes** (a
+  label created, renamed/moved or destroyed: :data:`FOLDER_OPERATIONS`,
+  recognized by :attr:`MessageChanges.folder_label`); a provider without
+  folders reports them done.
 * :class:`Watcher` — optional live push (IMAP IDLE), built for one account id;
   ``run()`` blocks until ``stop()``.
 
@@ -52,6 +55,10 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 __all__ = [
+    "CREATE_FOLDER",
+    "DELETE_FOLDER",
+    "FOLDER_OPERATIONS",
+    "RENAME_FOLDER",
     "AuthError",
     "ImportState",
     "Importer",
@@ -65,6 +72,7 @@ __all__ = [
     "Syncer",
     "TransientError",
     "Watcher",
+    "folder_change_ref",
 ]
 
 
@@ -152,6 +160,16 @@ class Importer(Protocol):
         ...
 
 
+# Pending changes of a label's provider folder (no message): payload {"label": id}, and for
+# a delete also {"folder": folder id, "path": the folder's path}. A propagator derives the
+# folder from the label's current path and parent, so replaying one changes nothing.
+CREATE_FOLDER = "create_folder"
+RENAME_FOLDER = "rename_folder"
+DELETE_FOLDER = "delete_folder"
+FOLDER_OPERATIONS = frozenset({CREATE_FOLDER, RENAME_FOLDER, DELETE_FOLDER})
+FOLDER_REF_PREFIX = "label:"
+
+
 @dataclass(frozen=True, slots=True)
 class PendingEntry:
     """One pending change (a ``pending_changes`` row) as plain values."""
@@ -188,6 +206,25 @@ class MessageChanges:
     def added_labels(self) -> frozenset[int]:
         """The label ids the pending operations added (trash, spam, inbox moves)."""
         return frozenset(int(x) for e in self.entries for x in e.payload.get("add", []))
+
+    @property
+    def folder_label(self) -> int | None:
+        """The label whose provider folder these changes create, rename or delete, if they do.
+
+        Folder changes have no message; their ``provider_id`` is ``label:<label id>``
+        (:func:`folder_change_ref`) and their operations are :data:`FOLDER_OPERATIONS`.
+        """
+        if self.message_id is not None or not self.provider_id.startswith(FOLDER_REF_PREFIX):
+            return None
+        if not all(e.operation in FOLDER_OPERATIONS for e in self.entries):
+            return None
+        digits = self.provider_id[len(FOLDER_REF_PREFIX) :]
+        return int(digits) if digits.isdigit() else None
+
+
+def folder_change_ref(label_id: int) -> str:
+    """The ``provider_id`` of a pending change of a label's provider folder."""
+    return f"{FOLDER_REF_PREFIX}{label_id}"
 
 
 @dataclass(frozen=True, slots=True)

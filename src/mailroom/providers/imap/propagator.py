@@ -27,6 +27,9 @@ What the server should hold for a message:
      carries one, else the folder of its most recently added user label that has a
      folder, else Archive (created on the server if the account has none).
 
+Folder changes of a label (created, renamed, destroyed; no message) go to
+:mod:`~mailroom.providers.imap.folder_ops` (CREATE, RENAME, DELETE).
+
 Moves use MOVE (or COPY + ``\\Deleted`` + EXPUNGE without it); a folder it must
 leave with nowhere to go is expunged from; a deleted-forever message is found by
 its Message-ID in every folder and expunged. Locations are updated from COPYUID
@@ -56,6 +59,7 @@ from mailroom.providers.base import MessageChanges, Outcome
 from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, folder_role, syncable
 from mailroom.providers.imap.fetcher import fetch_envelopes
+from mailroom.providers.imap.folder_ops import propagate_folder_change
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import FLAGGED, SEEN
@@ -159,7 +163,9 @@ class ImapPropagator:
                 layout = _Layout.load(session, account_id, scope.user_id)
             for changes in batch:
                 try:
-                    if changes.message_id is not None:
+                    if changes.folder_label is not None:
+                        outcome = propagate_folder_change(conn, self.store, account_id, changes)
+                    elif changes.message_id is not None:
                         outcome = _propagate_message(
                             conn, self.store, scope, layout, changes, self.stats
                         )
@@ -168,6 +174,9 @@ class ImapPropagator:
                 except CommandError as exc:
                     outcome = Outcome.retry(changes, str(exc))
                 yield outcome
+                if changes.folder_label is not None:  # settled: the folders may have changed
+                    with self.store.session() as session:
+                        layout = _Layout.load(session, account_id, scope.user_id)
 
 
 def propagate_pending(

@@ -1,4 +1,10 @@
-"""The propagator of local accounts: there is no provider, so every change is done at once."""
+"""The propagator of local accounts: there is no provider, so every change is done at once.
+
+That includes folder changes (a label created, renamed or destroyed,
+:data:`~mailroom.providers.base.FOLDER_OPERATIONS`): a local source (mbox,
+Maildir, a folder of .eml files) is only read, so a label's folder is never
+written into its files; the label lives in the database alone.
+"""
 
 from __future__ import annotations
 
