@@ -4,7 +4,7 @@
 ``GET  /.well-known/jmap``                          the Session (RFC 8620 §2)
 ``POST /jmap/api``                                  API requests (§3)
 ``GET  /jmap/download/{accountId}/{blobId}/{name}`` raw messages and parts (§6.2)
-``POST /jmap/upload/{accountId}``                   refused: nothing uses uploads yet
+``POST /jmap/upload/{accountId}``                   blob upload (§6.1)
 ``GET  /jmap/eventsource``                          push (§7.3, ``jmap.push``)
 =================================================  ==========================
 
@@ -54,6 +54,13 @@ from mailroom.jmap.errors import LIMIT, Problem
 from mailroom.jmap.methods import METHODS
 from mailroom.jmap.push import CountedStream, StreamSlots, event_stream, parse_request
 from mailroom.jmap.session import CAPABILITIES, session_document, session_state
+from mailroom.jmap.uploads import (
+    UploadSlots,
+    read_limited,
+    store_upload,
+    upload_media_type,
+    upload_too_large,
+)
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob
 
@@ -119,6 +126,7 @@ class JmapServer:
         self._running: Counter[int] = Counter()
         self._lock = threading.Lock()
         self._streams = StreamSlots(self.config.max_push_streams)
+        self._uploads = UploadSlots(self.config.limits.max_concurrent_upload)
 
     def _identify(self, header: str, address: str | None) -> Principal | Response:
         """The principal, or the 401/429 answer to send instead."""
@@ -193,18 +201,12 @@ class JmapServer:
 
     async def _read_body(self, request: Request) -> bytes:
         """The body, refused before it is read (or as soon as it grows) past maxSizeRequest."""
-        most = self.config.limits.max_size_request
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > most:
-            raise request_too_large(most)
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > most:
-                raise request_too_large(most)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return await read_limited(
+            request.stream(),
+            request.headers.get("content-length"),
+            self.config.limits.max_size_request,
+            request_too_large,
+        )
 
     def _blob(self, user_id: int, blob: str) -> FoundBlob | None:
         """What a blob id names for this user (``jmap.blobs``)."""
@@ -264,15 +266,45 @@ class JmapServer:
         )
 
     async def upload(self, request: Request) -> Response:
-        """POST /jmap/upload/{accountId}: not offered (maxSizeUpload is 0)."""
+        """POST /jmap/upload/{accountId}: store the body as a blob of the user (RFC 8620 §6.1)."""
         principal = await self._principal(request)
         if isinstance(principal, Response):
             return principal
-        return Problem(
-            "about:blank",
-            403,
-            "mailroom does not accept uploads yet; nothing could use them (maxSizeUpload is 0).",
-        ).response()
+        account = request.path_params["accountId"]
+        if ids.parse_account(account) != principal.user_id:
+            return Problem("about:blank", 404, "There is no such account.").response()
+        user = principal.user_id
+        limits = self.config.limits
+        try:
+            self._uploads.take(user)
+        except Problem as problem:
+            return problem.response()
+        try:
+            data = await read_limited(
+                request.stream(),
+                request.headers.get("content-length"),
+                limits.max_size_upload,
+                upload_too_large,
+            )
+            media_type = upload_media_type(request.headers.get("content-type"))
+            stored = await run_in_threadpool(store_upload, self.store, user, data, media_type)
+        except Problem as problem:
+            return problem.response(headers={"Connection": "close"})
+        except ClientDisconnect:
+            log.info("JMAP client %s left before sending its whole upload", _peer(request))
+            return Response(status_code=499)
+        finally:
+            self._uploads.give_back(user)
+        return JSONResponse(
+            {
+                "accountId": account,
+                "blobId": ids.upload_blob_id(stored.sha256),
+                "type": stored.media_type,
+                "size": stored.size,
+            },
+            status_code=201,
+            headers={"Cache-Control": "no-store"},
+        )
 
     async def eventsource(self, request: Request) -> Response:
         """GET /jmap/eventsource?types=&closeafter=&ping=."""

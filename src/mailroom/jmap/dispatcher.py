@@ -82,6 +82,8 @@ class Limits:
     max_objects_in_get: int = 1000
     max_objects_in_set: int = 1000
     max_query_limit: int = 1000
+    max_size_upload: int = 50_000_000  # octets of one upload (and of an imported email)
+    max_concurrent_upload: int = 4  # uploads of one user in progress at once
 
 
 @dataclass

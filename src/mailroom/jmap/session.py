@@ -3,8 +3,8 @@
 One account per mailroom user (``u<user id>``): the unified view of all of
 the user's mail accounts. URLs are absolute, built from the URL the client
 used (scheme, host and port, so TLS and proxies with forwarded headers work).
-The limits are the ones the server enforces (``dispatcher.Limits``); blob
-upload is not offered (``maxSizeUpload`` 0: nothing can use an upload yet).
+The limits are the ones the server enforces (``dispatcher.Limits``),
+including ``maxSizeUpload`` and ``maxConcurrentUpload`` of blob uploads.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ CAPABILITIES = frozenset({CORE, MAIL, SUBMISSION, TABS})
 def core_capability(limits: Limits) -> dict[str, Any]:
     """The ``urn:ietf:params:jmap:core`` capability object."""
     return {
-        "maxSizeUpload": 0,
-        "maxConcurrentUpload": 1,
+        "maxSizeUpload": limits.max_size_upload,
+        "maxConcurrentUpload": limits.max_concurrent_upload,
         "maxSizeRequest": limits.max_size_request,
         "maxConcurrentRequests": limits.max_concurrent_requests,
         "maxCallsInRequest": limits.max_calls_in_request,

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from mailroom.jmap.dispatcher import Handler, Method
 from mailroom.jmap.methods import (
+    blob,
     core,
     email_changes,
     email_get,
+    email_import,
     email_query,
     email_set,
     identity,
@@ -65,6 +67,12 @@ METHODS: dict[str, Method] = {
         MAIL, email_query.email_query_changes, QUERY_CHANGES | {"collapseThreads"}
     ),
     "Email/set": _method(MAIL, email_set.email_set, SET),
+    "Email/import": _method(
+        MAIL, email_import.email_import, frozenset({"accountId", "ifInState", "emails"})
+    ),
+    "Blob/copy": _method(
+        CORE, blob.blob_copy, frozenset({"fromAccountId", "accountId", "blobIds"})
+    ),
     "SearchSnippet/get": _method(
         MAIL, snippet.snippet_get, frozenset({"accountId", "filter", "emailIds"})
     ),

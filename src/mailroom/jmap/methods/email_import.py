@@ -1,0 +1,245 @@
+"""``Email/import`` (RFC 8621 §4.8): messages from blobs into mailboxes, exactly once.
+
+Each EmailImport (``blobId``, ``mailboxIds``, ``keywords``, ``receivedAt``)
+goes through the ingest pipeline like any other mail (``jmap.stored_email``:
+``store_batch`` with threading, categories, rules and the change log in the
+call's transaction, the ingest steps after it commits).
+
+Ownership and exactly once: an imported email belongs to the user's mail
+account ``JMAP`` (provider ``jmap``, created on first import; no provider
+syncs or propagates it) with the provider id ``jmap-import:<sha256 of the
+bytes>``. ``UNIQUE(provider_id, account_id)`` therefore lets the same bytes
+in once per user, also under concurrent requests (``INSERT … ON CONFLICT DO
+NOTHING``, no check-then-insert). A second import of the same bytes is
+``alreadyExists`` with ``existingId`` (RFC 8621 §4.8 lets a server forbid two
+Emails with the same content, and then requires that error); its savepoint is
+rolled back, so it changes nothing — not even the existing Email's mailboxes.
+
+Keywords (``labels.keywords``): ``$seen`` is the read state, ``$flagged`` the
+Starred label, every other keyword a ``message_keywords`` row.
+``receivedAt`` defaults to the most recent ``Received`` header's date, or the
+time of import when there is none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mailroom.ingest.model import BatchResult, IncomingMessage
+from mailroom.jmap import ids
+from mailroom.jmap.blobs import blob_data, find_blob
+from mailroom.jmap.changes import current_states
+from mailroom.jmap.dispatcher import Context
+from mailroom.jmap.errors import MethodError, invalid_arguments, set_error
+from mailroom.jmap.methods.common import parse_utc_date
+from mailroom.jmap.stored_email import (
+    created_email,
+    jmap_account,
+    run_steps_after_commit,
+    store_email,
+)
+from mailroom.labels.keywords import FLAGGED, SEEN, parse_keyword
+from mailroom.labels.operations import Operations
+from mailroom.mime import ParsedMessage, parse_message
+from mailroom.store.models import Label, Message
+from mailroom.store.models.base import utcnow
+
+PROVIDER_ID_PREFIX = "jmap-import:"
+EMAIL_IMPORT_PROPERTIES = frozenset({"blobId", "mailboxIds", "keywords", "receivedAt"})
+
+
+class _Refused(Exception):
+    """One EmailImport cannot be imported; ``error`` is its SetError."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error["description"])
+        self.error = error
+
+
+def _invalid(name: str, description: str) -> _Refused:
+    return _Refused(set_error("invalidProperties", description, [name]))
+
+
+def _true_map(value: object, name: str) -> list[str]:
+    if not isinstance(value, dict) or not all(v is True for v in value.values()):
+        raise _invalid(name, f"{name} must map ids to true.")
+    return [str(key) for key in value]
+
+
+def _keywords(value: object) -> set[str]:
+    if value is None:
+        return set()
+    keywords = {k: parse_keyword(k) for k in _true_map(value, "keywords")}
+    bad = [k for k, parsed in keywords.items() if parsed is None]
+    if bad:
+        raise _invalid("keywords", f"{bad[0]!r} is not a valid keyword (RFC 8621 §4.1.1).")
+    return {parsed for parsed in keywords.values() if parsed is not None}
+
+
+def _received_at(value: object) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_utc_date(value, "receivedAt")
+    except MethodError as exc:
+        raise _invalid("receivedAt", exc.description or "receivedAt must be a UTCDate.") from None
+
+
+def _parse(data: bytes, received_at: datetime | None) -> ParsedMessage:
+    """The parsed message, or invalidEmail when the bytes are no message at all."""
+    parsed = parse_message(data, received_at=received_at)
+    if not data.strip() or not parsed.headers:
+        raise _Refused(
+            set_error(
+                "invalidEmail",
+                "The blob is not an RFC 5322 message: it has no header fields.",
+            )
+        )
+    return parsed
+
+
+@dataclass
+class EmailImporter:
+    """Imports EmailImport objects of one user within one call's transaction."""
+
+    context: Context
+    session: Session
+    user_id: int
+    results: list[BatchResult] = field(default_factory=list)
+    _account_id: int | None = None
+
+    def __post_init__(self) -> None:
+        self.ops = Operations(self.session, self.user_id)
+        self.own_labels = set(
+            self.session.scalars(select(Label.id).where(Label.user_id == self.user_id))
+        )
+
+    def account_id(self) -> int:
+        """The user's ``JMAP`` mail account, created on the first import."""
+        if self._account_id is None:
+            self._account_id = jmap_account(self.session, self.user_id).id
+        return self._account_id
+
+    def _mailboxes(self, value: object) -> list[int]:
+        names = _true_map(value, "mailboxIds")
+        resolved = [
+            self.context.created_ids.get(n[1:], n) if n.startswith("#") else n for n in names
+        ]
+        label_ids = [ids.parse_mailbox(m) for m in resolved]
+        wanted = [lid for lid in label_ids if lid is not None]
+        if not names or len(wanted) != len(names) or not set(wanted) <= self.own_labels:
+            raise _invalid(
+                "mailboxIds", "mailboxIds must name at least one existing mailbox of this account."
+            )
+        if self.ops.role("snoozed") in wanted:
+            raise _invalid("mailboxIds", "Snoozing needs a wake time, which JMAP cannot give.")
+        return wanted
+
+    def _blob(self, value: object) -> bytes:
+        if not isinstance(value, str):
+            raise _invalid("blobId", "blobId is required and must be a blob id.")
+        found = find_blob(self.session, self.user_id, value)
+        data = blob_data(self.session, found) if found is not None else None
+        if found is None or data is None:
+            raise _invalid("blobId", f"There is no blob {value} in this account.")
+        limit = self.context.limits.max_size_upload
+        if found.size > limit:
+            raise _Refused(
+                set_error("tooLarge", f"The message is larger than {limit} octets.", ["blobId"])
+            )
+        return data
+
+    def import_one(self, spec: object) -> dict[str, Any]:
+        """Import one EmailImport; the created Email's id, blobId, threadId and size."""
+        if not isinstance(spec, dict):
+            raise _Refused(set_error("invalidProperties", "An EmailImport must be an object."))
+        unknown = sorted(set(spec) - EMAIL_IMPORT_PROPERTIES)
+        if unknown:
+            raise _invalid(unknown[0], f"{unknown[0]} is not an EmailImport property.")
+        mailboxes = self._mailboxes(spec.get("mailboxIds"))
+        keywords = _keywords(spec.get("keywords"))
+        received_at = _received_at(spec.get("receivedAt"))
+        data = self._blob(spec.get("blobId"))
+        parsed = _parse(data, received_at)
+        if received_at is None and parsed.header("received") is None:
+            received_at = utcnow()  # RFC 8621: the time of import when there is no Received
+        if FLAGGED in keywords:
+            mailboxes.append(self.ops.role("starred"))
+        provider_id = PROVIDER_ID_PREFIX + hashlib.sha256(data).hexdigest()
+        item = IncomingMessage(
+            provider_id=provider_id,
+            raw=data,
+            label_ids=sorted(set(mailboxes)),
+            received_at=received_at,
+            fallback_time=utcnow(),
+            seen=SEEN in keywords,
+            parsed=parsed,
+        )
+        account_id = self.account_id()
+        result = store_email(self.session, account_id, self.user_id, item, keywords)
+        if result is None:
+            raise self._already_exists(account_id, provider_id)
+        self.results.append(result)
+        return created_email(self.session, result.created_ids[0])
+
+    def _already_exists(self, account_id: int, provider_id: str) -> _Refused:
+        """alreadyExists naming the Email these bytes were imported as (``existingId``)."""
+        existing = self.session.scalar(
+            select(Message.id).where(
+                Message.account_id == account_id, Message.provider_id == provider_id
+            )
+        )
+        error = set_error("alreadyExists", "These bytes were imported before.")
+        if existing is not None:
+            error["existingId"] = ids.email_id(existing)
+        return _Refused(error)
+
+
+def _if_in_state(args: dict[str, Any], state: int) -> None:
+    value = args.get("ifInState")
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise invalid_arguments("ifInState must be a state string or null.")
+    if value != str(state):
+        raise MethodError("stateMismatch", "The Email state is not ifInState.")
+
+
+def email_import(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    """Email/import: store each EmailImport's blob as an Email, once per content."""
+    user_id = context.check_account(args)
+    emails = args.get("emails")
+    if not isinstance(emails, dict):
+        raise invalid_arguments("emails must map creation ids to EmailImport objects.")
+    if len(emails) > context.limits.max_objects_in_set:
+        raise MethodError(
+            "requestTooLarge",
+            f"At most maxObjectsInSet ({context.limits.max_objects_in_set}) emails per call.",
+        )
+    old_state = current_states(session, user_id).email
+    _if_in_state(args, old_state)
+    importer = EmailImporter(context, session, user_id)
+    created: dict[str, Any] = {}
+    not_created: dict[str, Any] = {}
+    for creation_id, spec in emails.items():
+        try:
+            created[creation_id] = importer.import_one(spec)
+        except _Refused as refused:
+            not_created[creation_id] = refused.error
+            continue
+        context.created_ids[creation_id] = created[creation_id]["id"]
+    run_steps_after_commit(session, importer.results)
+    session.flush()
+    return {
+        "accountId": context.account_id,
+        "oldState": str(old_state),
+        "newState": str(current_states(session, user_id).email),
+        "created": created or None,
+        "notCreated": not_created or None,
+    }

@@ -1,0 +1,118 @@
+"""Storing an email made over JMAP (``Email/import``, ``Email/set`` create) as ingest does.
+
+Contract, the same as :func:`mailroom.ingest.commit.commit_batch` but inside
+the JMAP call's transaction (so a failed call undoes its emails, and the
+call's ``newState`` sees them):
+
+1. :func:`store_email` stores one :class:`~mailroom.ingest.model.IncomingMessage`
+   with :func:`mailroom.ingest.batch.store_batch` (raw blob, bodies, search
+   index, change log "created", categories, threading, rules) and its
+   keywords (``message_keywords``: every keyword but ``$seen``, which is the
+   read state, and ``$flagged``, the Starred label) in a savepoint. When the
+   provider id is already stored in that account (``UNIQUE(provider_id,
+   account_id)``, also under concurrent calls) the savepoint is rolled back —
+   nothing changes — and the answer is None.
+2. :func:`run_steps_after_commit` runs the ingest steps
+   (:func:`mailroom.ingest.steps.run_steps`) for the stored batches once the
+   call's transaction commits, never on rollback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import event, select
+from sqlalchemy.orm import Session
+
+from mailroom.ingest.batch import store_batch
+from mailroom.ingest.model import BatchResult, IncomingMessage
+from mailroom.ingest.steps import run_steps
+from mailroom.jmap import ids
+from mailroom.labels.keywords import FLAGGED, SEEN
+from mailroom.owners import get_or_create_account
+from mailroom.store.bulk import insert_ignoring_conflicts
+from mailroom.store.models import Account, Message, MessageKeyword, User
+
+__all__ = [
+    "JMAP_ACCOUNT",
+    "JMAP_PROVIDER",
+    "created_email",
+    "jmap_account",
+    "run_steps_after_commit",
+    "store_email",
+]
+
+# The mail account of a user's emails that came in over JMAP and belong to no
+# provider account. No provider is registered as "jmap": nothing syncs it.
+JMAP_ACCOUNT = "JMAP"
+JMAP_PROVIDER = "jmap"
+_STATE_KEYWORDS = frozenset({SEEN, FLAGGED})
+
+
+class _AlreadyStored(Exception):
+    """Raised inside the savepoint to roll it back."""
+
+
+def jmap_account(session: Session, user_id: int) -> Account:
+    """The user's ``JMAP`` mail account, created on first use (race-safe)."""
+    user = session.get(User, user_id)
+    assert user is not None  # the principal exists
+    return get_or_create_account(session, user, JMAP_ACCOUNT, JMAP_PROVIDER)
+
+
+def store_email(
+    session: Session,
+    account_id: int,
+    user_id: int,
+    item: IncomingMessage,
+    keywords: Iterable[str],
+) -> BatchResult | None:
+    """Store one email and its keywords in a savepoint; None if it was stored before."""
+    try:
+        with session.begin_nested():
+            result = store_batch(session, account_id, user_id, [item])
+            if not result.created_ids:
+                raise _AlreadyStored
+            (message_id,) = result.created_ids
+            insert_ignoring_conflicts(
+                session,
+                MessageKeyword,
+                [
+                    {"message_id": message_id, "keyword": keyword}
+                    for keyword in sorted(set(keywords) - _STATE_KEYWORDS)
+                ],
+            )
+    except _AlreadyStored:
+        return None
+    return result
+
+
+def created_email(session: Session, message_id: int) -> dict[str, Any]:
+    """What a ``created`` entry says of a new Email: id, blobId, threadId and size."""
+    row = session.execute(
+        select(Message.thread_id, Message.size).where(Message.id == message_id)
+    ).one()
+    return {
+        "id": ids.email_id(message_id),
+        "blobId": ids.raw_blob_id(message_id),
+        "threadId": ids.thread_id(row.thread_id, message_id),
+        "size": row.size,
+    }
+
+
+def run_steps_after_commit(session: Session, results: list[BatchResult]) -> None:
+    """Run the ingest steps for ``results`` once, after the session's transaction commits."""
+    pending = list(results)
+    if not pending:
+        return
+
+    def after_commit(committed: Session) -> None:
+        if committed.in_nested_transaction() or not pending:
+            return  # a savepoint was released: the transaction may still roll back
+        batches = list(pending)
+        pending.clear()  # once, even if the session commits again
+        for result in batches:
+            run_steps(result)
+
+    event.listen(session, "after_commit", after_commit)
