@@ -1,0 +1,233 @@
+"""``Email/set`` create (RFC 8621 §4.6): drafts and other new emails, stored like any mail.
+
+Each creation is checked and translated by :mod:`mailroom.jmap.email_form`,
+written as RFC 5322 bytes by :func:`mailroom.mime.compose.compose` and then
+stored through the ingest pipeline (``ingest.batch.store_batch``: raw blob,
+bodies, search index, change log "created", categories, threading — a reply
+joins its parent's thread through ``inReplyTo``/``references``, Mailbox counts
+follow by trigger) in its own savepoint of the call's transaction; the ingest
+steps run only after the transaction commits, as ``commit_batch`` does.
+
+Which mail account owns the email: the account whose address (its own or
+an alias, ``jmap.identities.owned_addresses``, or an identity row of it)
+matches the first ``from`` address, otherwise the user's first mail
+account; a user without any gets the ``JMAP`` account. Its ``Message-ID``
+(generated when absent) is on that account's domain.
+
+Exactly once: the provider id is the IMAP one, ``mid:<Message-ID>:<size>``
+(``providers.imap.identity``), so when the email is appended to the IMAP
+server the next sync recognises it as this message instead of storing it a
+second time; ``UNIQUE(provider_id, account_id)`` holds it in any case. A
+client that sends the same creation twice gets two emails (each gets a
+fresh Message-ID): JMAP has no idempotency key for ``create``.
+
+Carrying it to the provider: one pending change ``append`` per created
+email (with ``wake_after_commit``), for providers with a propagator; the IMAP
+propagator appends it (``providers.imap.append``) with ``\\Draft`` when it
+has ``$draft``, into the Drafts folder when it is in Drafts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from mailroom.ingest.model import BatchResult, IncomingMessage
+from mailroom.jmap import ids
+from mailroom.jmap.blobs import read_blob
+from mailroom.jmap.dispatcher import Context
+from mailroom.jmap.email_form import CONVENIENCE, EmailForm, FormError, read_email_form
+from mailroom.jmap.errors import set_error
+from mailroom.jmap.identities import owned_addresses, user_accounts
+from mailroom.jmap.stored_email import (
+    JMAP_PROVIDER,
+    created_email,
+    jmap_account,
+    run_steps_after_commit,
+    store_email,
+)
+from mailroom.labels.keywords import FLAGGED, SEEN
+from mailroom.labels.operations import Operations
+from mailroom.labels.propagation import wake_after_commit
+from mailroom.mime.compose import ComposeError, Mailbox, compose
+from mailroom.mime.msgids import normalize_message_id
+from mailroom.providers.imap.append import APPEND
+from mailroom.providers.imap.identity import hash_id, provider_id
+from mailroom.providers.registry import find
+from mailroom.store.models import Account, Identity, Label, Message, PendingChange, utcnow
+
+__all__ = ["EmailCreator", "create_emails"]
+
+
+@dataclass
+class EmailCreator:
+    """Creates the emails of one ``Email/set`` call inside its transaction."""
+
+    context: Context
+    session: Session
+    user_id: int
+    results: list[BatchResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ops = Operations(self.session, self.user_id)
+        self.own_labels = set(
+            self.session.scalars(select(Label.id).where(Label.user_id == self.user_id))
+        )
+        self.starred = self.ops.role("starred")
+        self.snoozed = self.ops.role("snoozed")
+
+    def create(self, obj: object) -> dict[str, Any]:
+        """Create one email; its id, blobId, threadId and size (``FormError`` if refused)."""
+        form = read_email_form(
+            obj,
+            lambda blob_id: read_blob(self.session, self.user_id, blob_id),
+            self.context.created_ids,
+        )
+        labels = self._labels(form)
+        account = self._owner(form)
+        try:
+            composed = compose(form.headers, form.body, domain=_domain(account, form))
+        except ComposeError as exc:
+            prop = _property_of(exc.header)
+            raise FormError(set_error("invalidProperties", str(exc), [prop])) from None
+        raw = composed.raw
+        mid = normalize_message_id(f"<{composed.message_id}>")
+        item = IncomingMessage(
+            provider_id=provider_id(mid, len(raw)) or hash_id(raw),
+            raw=raw,
+            label_ids=labels,
+            received_at=form.received_at or utcnow().replace(microsecond=0),
+            seen=SEEN in form.keywords,
+        )
+        result = store_email(self.session, account.id, self.user_id, item, form.keywords)
+        if result is None:
+            error = set_error("alreadyExists", "An email with this Message-ID and size exists.")
+            existing = self.session.scalar(
+                select(Message.id).where(
+                    Message.account_id == account.id, Message.provider_id == item.provider_id
+                )
+            )
+            error["existingId"] = ids.email_id(existing) if existing is not None else None
+            raise FormError(error)
+        (message_id,) = result.created_ids
+        self._queue_append(account, message_id, item.provider_id)
+        self.results.append(result)
+        return created_email(self.session, message_id)
+
+    def _labels(self, form: EmailForm) -> list[int]:
+        labels = {ids.parse_mailbox(m) for m in form.mailbox_ids}
+        wanted = {label for label in labels if label is not None}
+        if len(wanted) != len(labels) or not wanted <= self.own_labels:
+            raise FormError(
+                set_error(
+                    "invalidProperties",
+                    "mailboxIds must name existing mailboxes of this account.",
+                    ["mailboxIds"],
+                )
+            )
+        if self.snoozed in wanted:
+            raise FormError(
+                set_error(
+                    "invalidProperties",
+                    "Snoozing needs a wake time, which JMAP cannot give; snooze from mailroom.",
+                    ["mailboxIds"],
+                )
+            )
+        if FLAGGED in form.keywords:
+            wanted.add(self.starred)  # $flagged is the Starred label
+        return sorted(wanted)
+
+    def _owner(self, form: EmailForm) -> Account:
+        """The mail account the email belongs to (module docstring)."""
+        accounts = user_accounts(self.session, self.user_id)
+        sender = _first_from(form)
+        if sender:
+            for account in accounts.values():
+                if sender in (a.lower() for a in owned_addresses(account)):
+                    return account
+            owner = self.session.scalar(
+                select(Identity.account_id)
+                .where(Identity.user_id == self.user_id, Identity.email.ilike(sender))
+                .order_by(Identity.id)
+                .limit(1)
+            )
+            if owner is not None and owner in accounts:
+                return accounts[owner]
+        mail = [a for a in accounts.values() if a.provider != JMAP_PROVIDER]
+        if mail or accounts:
+            return (mail or list(accounts.values()))[0]
+        return jmap_account(self.session, self.user_id)
+
+    def _queue_append(self, account: Account, message_id: int, provider_ref: str) -> None:
+        """The pending change that carries the email to the provider (if it has a propagator)."""
+        entry = find(account.provider)
+        if entry is None or entry.propagator is None:
+            return
+        now = utcnow()
+        self.session.execute(
+            insert(PendingChange),
+            [
+                {
+                    "account_id": account.id,
+                    "message_id": message_id,
+                    "provider_id": provider_ref,
+                    "operation": APPEND,
+                    "payload": {APPEND: True},
+                    "state": "pending",
+                    "attempts": 0,
+                    "next_attempt_at": now,
+                    "created_at": now,
+                }
+            ],
+        )
+        wake_after_commit(self.session, {account.id})
+
+
+def _first_from(form: EmailForm) -> str:
+    for header in form.headers:
+        if header.name.lower() != "from" or not isinstance(header.value, tuple):
+            continue
+        for item in header.value:
+            addresses = item.addresses if hasattr(item, "addresses") else (item,)
+            for address in addresses:
+                if isinstance(address, Mailbox) and address.email:
+                    return address.email.lower()
+    return ""
+
+
+def _domain(account: Account, form: EmailForm) -> str:
+    """The domain of the Message-ID: the account's, else the sender's."""
+    for address in [*owned_addresses(account), _first_from(form)]:
+        domain = address.rpartition("@")[2]
+        if domain and domain.isascii():
+            return domain
+    return "localhost"
+
+
+def _property_of(header: str | None) -> str:
+    """The creation property a header the composer refused came from."""
+    for prop, (name, _form) in CONVENIENCE.items():
+        if header is not None and name.lower() == header.lower():
+            return prop
+    return f"header:{header}" if header else "bodyStructure"
+
+
+def create_emails(
+    context: Context, session: Session, create: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(created, notCreated) of an ``Email/set`` ``create`` argument, in the call's session."""
+    creator = EmailCreator(context, session, context.principal.user_id)
+    created: dict[str, Any] = {}
+    not_created: dict[str, Any] = {}
+    for creation_id, obj in create.items():
+        try:
+            created[creation_id] = creator.create(obj)
+        except FormError as exc:
+            not_created[creation_id] = exc.error
+            continue
+        context.created_ids[creation_id] = created[creation_id]["id"]
+    run_steps_after_commit(session, creator.results)
+    return created, not_created

@@ -1,0 +1,108 @@
+"""A draft created over JMAP reaches the Dovecot Drafts folder once, and leaves it on destroy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from imapclient import IMAPClient
+from sqlalchemy import select
+
+from mailroom.config import Settings
+from mailroom.jmap.auth import set_password
+from mailroom.providers.imap import propagate_pending
+from mailroom.store.engine import Store
+from mailroom.store.models import Account, MessageLocation, PendingChange
+from tests.imap.views import message_count, sync_all
+from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, run_server
+
+
+@pytest.fixture
+def jmap(store: Store, account: int) -> Iterator[Jmap]:
+    """A JMAP client of the owner of the IMAP account, on a real server."""
+    with store.session() as session:
+        user_id = session.scalars(select(Account.user_id).where(Account.id == account)).one()
+        set_password(session, "me", PASSWORD)
+    servers = run_server(store)
+    server: Server = next(servers)
+    client = Jmap(server, Person("me", user_id, account, 0))
+    yield client
+    client.close()
+    next(servers, None)
+
+
+def _drafts_uids(other: IMAPClient) -> dict[int, set[bytes]]:
+    other.select_folder("Drafts", readonly=True)
+    uids = other.search("ALL")
+    return {uid: set(data[b"FLAGS"]) for uid, data in other.fetch(uids, [b"FLAGS"]).items()}
+
+
+def _draft(jmap: Jmap) -> dict[str, Any]:
+    mailboxes = jmap.call("Mailbox/get", {"ids": None})["list"]
+    drafts = next(m["id"] for m in mailboxes if m["role"] == "drafts")
+    return {
+        "mailboxIds": {drafts: True},
+        "keywords": {"$draft": True, "$seen": True},
+        "from": [{"name": "Me", "email": "me@example.org"}],
+        "to": [{"name": "Bob", "email": "bob@example.net"}],
+        "subject": "Unfinished thoughts",
+        "textBody": [{"partId": "t"}],
+        "bodyValues": {"t": {"value": "Not sent yet — a draft."}},
+    }
+
+
+def test_a_draft_is_appended_to_drafts_with_the_draft_flag_once(
+    store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
+) -> None:
+    """APPEND to Drafts with \\Draft and \\Seen; the UID is bound and the next sync adds nothing."""
+    sync_all(store, account, settings)
+    result = jmap.call("Email/set", {"create": {"d": _draft(jmap)}})
+    assert result["notCreated"] is None, result["notCreated"]
+    created = result["created"]["d"]
+    run = propagate_pending(store, account, settings=settings)
+    assert run.done == 1 and run.failed == 0
+    (flags,) = _drafts_uids(other).values()
+    assert {b"\\Draft", b"\\Seen"} <= flags
+    with store.session() as session:
+        located = session.scalars(select(MessageLocation.uid)).all()
+    assert len(located) == 1
+    count = message_count(store, account)
+    sync_all(store, account, settings)
+    assert message_count(store, account) == count
+    email = jmap.call("Email/get", {"ids": [created["id"]], "properties": ["keywords"]})
+    assert email["list"][0]["keywords"].get("$draft") is True
+    again = propagate_pending(store, account, settings=settings)
+    assert again.done == 0 and len(_drafts_uids(other)) == 1
+
+
+def test_a_replayed_append_binds_the_copy_already_there(
+    store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
+) -> None:
+    """An append whose outcome was lost finds its message by Message-ID instead of a second copy."""
+    sync_all(store, account, settings)
+    jmap.call("Email/set", {"create": {"d": _draft(jmap)}})
+    propagate_pending(store, account, settings=settings)
+    with store.session() as session:
+        for location in session.scalars(select(MessageLocation)):
+            session.delete(location)
+        for change in session.scalars(select(PendingChange)):
+            change.state, change.done_at = "pending", None
+    propagate_pending(store, account, settings=settings)
+    assert len(_drafts_uids(other)) == 1
+    with store.session() as session:
+        assert len(session.scalars(select(MessageLocation)).all()) == 1
+
+
+def test_destroying_a_draft_deletes_it_at_the_provider(
+    store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
+) -> None:
+    """Email/set destroy of an appended draft expunges it from Drafts."""
+    sync_all(store, account, settings)
+    created = jmap.call("Email/set", {"create": {"d": _draft(jmap)}})["created"]["d"]
+    propagate_pending(store, account, settings=settings)
+    assert len(_drafts_uids(other)) == 1
+    result = jmap.call("Email/set", {"destroy": [created["id"]]})
+    assert result["destroyed"] == [created["id"]]
+    propagate_pending(store, account, settings=settings)
+    assert _drafts_uids(other) == {}
