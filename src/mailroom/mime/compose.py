@@ -14,10 +14,10 @@ package under the SMTP policy (CRLF line ends, lines folded at 78):
   quoted-printable or base64, whichever is shorter for it. Its text is kept
   exactly (no newline is added at its end); line breaks become CRLF;
 * a leaf given as ``bytes`` is base64 (``message/*`` parts travel as 7bit
-  or 8bit, as RFC 2046 requires); file names are RFC 2231 encoded when they
+  or 8bit with CRLF line ends, as RFC 2046 requires); file names are RFC 2231 encoded when they
   are not ASCII;
-* ``Date`` and ``Message-ID`` are added when absent (the id on ``domain``),
-  and ``MIME-Version: 1.0`` always.
+* ``Date``, ``Message-ID`` (on ``domain``) and ``MIME-Version: 1.0`` are
+  added when absent.
 
 Unlike the parsing side, composing can refuse its input: a value the wire
 cannot carry (an address whose email is not ASCII, a line break inside a
@@ -165,11 +165,19 @@ def compose(
     message = EmailMessage(policy=_POLICY)
     for header in [*headers, *extra]:
         _add_header(message, header)
-    message["MIME-Version"] = "1.0"
+    if "mime-version" not in names:
+        message["MIME-Version"] = "1.0"
     _fill(message, body)
     out = BytesIO()
-    BytesGenerator(out, policy=_POLICY).flatten(message)
+    _Generator(out, policy=_POLICY).flatten(message)
     return Composed(out.getvalue(), message_id)
+
+
+class _Generator(BytesGenerator):
+    """The stdlib generator, writing an 8-bit embedded message back as its bytes."""
+
+    def _encode(self, s: str) -> bytes:
+        return s.encode("ascii", "surrogateescape")
 
 
 def _first_message_id(headers: Sequence[Header]) -> str | None:
@@ -323,8 +331,9 @@ def _fill(target: MIMEPart, part: BodyPart) -> None:
     elif maintype == "message":
         target.add_header("Content-Type", f"message/{subtype}", **params)
         # Identity encoding only (RFC 2046 §5.2.1); surrogateescape carries 8-bit bytes through.
-        target["Content-Transfer-Encoding"] = "7bit" if part.content.isascii() else "8bit"
-        target.set_payload(part.content.decode("ascii", "surrogateescape"))
+        data = _crlf(part.content)
+        target["Content-Transfer-Encoding"] = "7bit" if data.isascii() else "8bit"
+        target.set_payload(data.decode("ascii", "surrogateescape"))
     else:
         if part.charset:
             params = {"charset": part.charset, **params}
@@ -334,6 +343,10 @@ def _fill(target: MIMEPart, part: BodyPart) -> None:
     _describe(target, part)
     for header in part.headers:
         _add_header(target, header)
+
+
+def _crlf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\n", b"\r\n")
 
 
 def _set_text(target: MIMEPart, subtype: str, text: str, params: dict[str, str]) -> None:
