@@ -1,6 +1,7 @@
 """JMAP list-view latency: Email/query (inbox, collapseThreads, limit 50) + Email/get of the 50.
 
-    python bench/jmap_query.py [--maildir DIR] [--db FILE] [--rounds N] [--rebuild]
+    python bench/jmap_query.py [--maildir DIR] [--db FILE] [--rounds N] [--extra-rounds N]
+                               [--rebuild]
 
 The store is a SQLite file (default ``bench/.work/jmap-bench.sqlite3``, git-ignored),
 built once by importing the Maildir (default ``bench/.work/corpus-x5``, made by
@@ -15,7 +16,10 @@ Two measurements:
 * ``http``: the whole round trip to ``mailroom serve`` running in a child
   process (JSON, HTTP on loopback, bearer-token auth included).
 
-Each is run without and with ``calculateTotal``. Prints p50/p95/p99/max in ms and
+Each is run without and with ``calculateTotal``. Then, in-process only and for
+``--extra-rounds`` rounds, the same page with other queries: the inbox sorted by
+subject (RFC 5256 base subject, then newest first) and the inbox filtered by a
+header (``X-Mailer`` containing "outlook"). Prints p50/p95/p99/max in ms and
 the load average, since other work on the machine shows in the tail latencies.
 """
 
@@ -67,8 +71,28 @@ def build(db: Path, maildir: Path) -> None:
     store.dispose()
 
 
-def request(account: str, inbox: str, total: bool) -> dict[str, Any]:
-    """The list-view request."""
+NEWEST_FIRST = [{"property": "receivedAt", "isAscending": False}]
+
+
+def extra_queries(inbox: str) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The other measured queries: name -> (filter, sort)."""
+    return {
+        "subject sort": (
+            {"inMailbox": inbox},
+            [{"property": "subject"}, *NEWEST_FIRST],
+        ),
+        "header filter": ({"inMailbox": inbox, "header": ["X-Mailer", "outlook"]}, NEWEST_FIRST),
+    }
+
+
+def request(
+    account: str,
+    inbox: str,
+    total: bool,
+    query: tuple[dict[str, Any], list[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """The list-view request (or the same page for another filter and sort)."""
+    condition, sort = query or ({"inMailbox": inbox}, NEWEST_FIRST)
     return {
         "using": ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"],
         "methodCalls": [
@@ -76,8 +100,8 @@ def request(account: str, inbox: str, total: bool) -> dict[str, Any]:
                 "Email/query",
                 {
                     "accountId": account,
-                    "filter": {"inMailbox": inbox},
-                    "sort": [{"property": "receivedAt", "isAscending": False}],
+                    "filter": condition,
+                    "sort": sort,
                     "collapseThreads": True,
                     "position": 0,
                     "limit": 50,
@@ -134,6 +158,7 @@ def main() -> None:
     parser.add_argument("--maildir", type=Path, default=WORK / "corpus-x5")
     parser.add_argument("--db", type=Path, default=WORK / "jmap-bench.sqlite3")
     parser.add_argument("--rounds", type=int, default=500)
+    parser.add_argument("--extra-rounds", type=int, default=100, help="rounds of the other queries")
     parser.add_argument("--rebuild", action="store_true", help="import the Maildir again")
     args = parser.parse_args()
     if args.rebuild or not args.db.exists():
@@ -172,6 +197,12 @@ def main() -> None:
         results[f"in-process total={total}"] = measure(
             lambda d=document: dispatcher.run(principal, d), args.rounds
         )
+    for name, query in extra_queries(inbox).items():
+        for total in (False, True):
+            document = dispatcher.parse(json.dumps(request(account, inbox, total, query)).encode())
+            results[f"{name} total={total}"] = measure(
+                lambda d=document: dispatcher.run(principal, d), args.extra_rounds
+            )
     store.dispose()
 
     port = free_port()
@@ -209,10 +240,11 @@ def main() -> None:
     load = (round(load_before, 2), round(os.getloadavg()[0], 2))
     print(f"load average (1 min) before/after: {load[0]} / {load[1]} on {os.cpu_count()} CPUs")
     print(
-        f"{'measurement':<26}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}  (ms, {args.rounds} rounds)"
+        f"{'measurement':<30}{'p50':>8}{'p95':>8}{'p99':>8}{'max':>8}"
+        f"  (ms, {args.rounds} rounds; {args.extra_rounds} for the other queries)"
     )
     for name, row in results.items():
-        print(f"{name:<26}" + "".join(f"{row[k]:>8.2f}" for k in ("p50", "p95", "p99", "max")))
+        print(f"{name:<30}" + "".join(f"{row[k]:>8.2f}" for k in ("p50", "p95", "p99", "max")))
     print(
         json.dumps({"messages": messages, "inbox_threads": inbox_threads, "load": load, **results})
     )

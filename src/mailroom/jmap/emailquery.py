@@ -45,8 +45,10 @@ from sqlalchemy import (
     select,
     text,
     true,
+    type_coerce,
 )
 from sqlalchemy.orm import Session, aliased
+from sqlalchemy.types import NullType
 
 from mailroom.categories.cascade import CATEGORIES
 from mailroom.jmap import ids
@@ -122,6 +124,11 @@ def like_pattern(value: str) -> str:
     """A LIKE pattern (escape character ``\\``) matching ``value`` anywhere, lower-cased."""
     escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def _verbatim_in_json(value: str) -> bool:
+    """Whether JSON text holds ``value`` unchanged (printable ASCII without quotes or \\)."""
+    return value.isascii() and value.isprintable() and '"' not in value and "\\" not in value
 
 
 def check_keyword(value: object) -> str:
@@ -251,7 +258,12 @@ class EmailFilter:
         return and_(true(), *parts)
 
     def _header(self, value: object) -> ColumnElement[bool]:
-        """``header``: [name] has such a field; [name, text] one whose value holds the text."""
+        """``header``: [name] has such a field; [name, text] one whose value holds the text.
+
+        A LIKE on the stored JSON text first skips the emails that cannot match
+        (for names and ASCII tokens, which JSON keeps as they are), so the
+        header list is unpacked only for the candidates.
+        """
         if (
             not isinstance(value, list)
             or len(value) not in (1, 2)
@@ -261,22 +273,33 @@ class EmailFilter:
             raise invalid_arguments("header must be [name] or [name, text], both strings.")
         self._params += 1
         index = self._params
-        params: dict[str, str] = {f"hname_{index}": value[0].lower()}
-        patterns = self._patterns(value[1], "header") if len(value) == 2 else []
+        name = value[0]
+        params: dict[str, str] = {f"hname_{index}": name.lower()}
+        tokens = [t.text for t in split_text(value[1])] if len(value) == 2 else []
+        self._count(len(tokens))
         if self.dialect == "sqlite":
+            raw, like = "b.headers", "LIKE"
             rows = "json_each(b.headers) AS h"
             name_sql, value_sql = "json_extract(h.value, '$[0]')", "json_extract(h.value, '$[1]')"
         else:
+            raw, like = "CAST(b.headers AS TEXT)", "ILIKE"
             rows = "json_array_elements(b.headers) AS h(value)"
             name_sql, value_sql = "(h.value ->> 0)", "(h.value ->> 1)"
         tests = [f"lower({name_sql}) = :hname_{index}"]
-        for number, pattern in enumerate(patterns):
-            key = f"hvalue_{index}_{number}"
-            params[key] = pattern
-            tests.append(f"lower({value_sql}) LIKE :{key} ESCAPE '\\'")
+        quick: list[str] = []
+        literals = [f'"{name}"' if _verbatim_in_json(name) else None]
+        literals += [token if _verbatim_in_json(token) else None for token in tokens]
+        for number, literal in enumerate(literals):
+            if literal is not None:
+                params[f"hraw_{index}_{number}"] = like_pattern(literal)
+                quick.append(f"{raw} {like} :hraw_{index}_{number} ESCAPE '\\'")
+        for number, token in enumerate(tokens):
+            params[f"hvalue_{index}_{number}"] = like_pattern(token)
+            tests.append(f"lower({value_sql}) LIKE :hvalue_{index}_{number} ESCAPE '\\'")
         sql = (
-            f"EXISTS (SELECT 1 FROM {MessageBody.__tablename__} AS b, {rows} "
-            f"WHERE b.message_id = messages.id AND {' AND '.join(tests)})"
+            f"EXISTS (SELECT 1 FROM {MessageBody.__tablename__} AS b "
+            f"WHERE b.message_id = messages.id {''.join(' AND ' + q for q in quick)} "
+            f"AND EXISTS (SELECT 1 FROM {rows} WHERE {' AND '.join(tests)}))"
         )
         return text(sql).bindparams(**params)  # type: ignore[return-value]
 
@@ -463,10 +486,13 @@ class EmailSearch:
     def _sorted(self) -> Iterator[tuple[int, int | None]]:
         columns: list[Any] = [Message.id, Message.thread_id]
         needed = {c.property for c in self.comparators}
+        # Dates are compared as the driver returns them (ISO text on SQLite, aware
+        # datetimes on PostgreSQL): both order correctly, and converting every row
+        # into an aware datetime would cost more than the sort itself.
         simple: dict[str, list[Any]] = {
-            "receivedAt": [Message.received_at],
+            "receivedAt": [type_coerce(Message.received_at, NullType()).label("received_at")],
             "size": [Message.size],
-            "sentAt": [Message.sent_at],
+            "sentAt": [type_coerce(Message.sent_at, NullType()).label("sent_at")],
             "subject": [Message.subject],
             "from": [Message.from_name, Message.from_email],
             "to": [Message.recipients],
@@ -484,7 +510,8 @@ class EmailSearch:
             else:
                 continue
             columns.append(case((flag, 1), else_=0).label(f"k{index}"))
-        rows = self.session.execute(select(*columns).where(self.condition)).all()
+        # Core rows (no ORM loading): every matching email is read here.
+        rows = self.session.connection().execute(select(*columns).where(self.condition)).all()
         for row in order_rows(list(rows), self.comparators):
             yield row.id, row.thread_id
 

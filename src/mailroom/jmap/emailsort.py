@@ -129,34 +129,37 @@ def _raw_text(name: str, row: Any) -> str:
     return str(row.subject or "")
 
 
-def sort_key(comparator: Comparator, index: int) -> Callable[[Any], Any]:
-    """The Python sort key of a comparator over a row (``k<index>`` holds keyword values)."""
+def sort_keys(comparator: Comparator, index: int, rows: Sequence[Any]) -> list[Any]:
+    """The sort key of every row for one comparator (``k<index>`` holds keyword values)."""
     name = comparator.property
     if name in TEXT_SORTS:
-        cache: dict[str, str] = {}
-
-        def text_key(row: Any) -> str:
-            raw = _raw_text(name, row)
-            found = cache.get(raw)
-            if found is None:
-                value = base_subject(raw) if name == "subject" else raw
-                found = cache[raw] = fold(value, comparator.collation)
-            return found
-
-        return text_key
+        raw = [_raw_text(name, row) for row in rows]
+        subject = name == "subject"
+        folded = {
+            value: fold(base_subject(value) if subject else value, comparator.collation)
+            for value in set(raw)
+        }
+        return [folded[value] for value in raw]
     if name in KEYWORD_SORTS:
         column = f"k{index}"
-        return lambda row: bool(getattr(row, column))
+        return [bool(getattr(row, column)) for row in rows]
     if name == "sentAt":
-        return lambda row: (row.sent_at is not None, row.sent_at)
-    column = {"receivedAt": "received_at", "size": "size"}[name]
-    return lambda row: getattr(row, column)
+        return [(row.sent_at is not None, row.sent_at) for row in rows]
+    if name == "size":
+        return [row.size for row in rows]
+    return [row.received_at for row in rows]
 
 
-def order_rows(rows: list[Any], comparators: Sequence[Comparator]) -> list[Any]:
-    """``rows`` in the order of the comparators (stable, ties by id)."""
-    ordered = sorted(rows, key=lambda row: row.id, reverse=not comparators[-1].ascending)
+def order_rows(rows: Sequence[Any], comparators: Sequence[Comparator]) -> list[Any]:
+    """``rows`` in the order of the comparators (stable, ties by id).
+
+    One stable sort of row positions per comparator, last comparator first,
+    each over a precomputed key list (every distinct text is folded once).
+    """
+    ids = [row.id for row in rows]
+    order = sorted(range(len(rows)), key=ids.__getitem__, reverse=not comparators[-1].ascending)
     for index in range(len(comparators) - 1, -1, -1):
         comparator = comparators[index]
-        ordered.sort(key=sort_key(comparator, index), reverse=not comparator.ascending)
-    return ordered
+        keys = sort_keys(comparator, index, rows)
+        order.sort(key=keys.__getitem__, reverse=not comparator.ascending)
+    return [rows[position] for position in order]
