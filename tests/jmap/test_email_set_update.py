@@ -43,9 +43,7 @@ def refusal(client: Jmap, email: str, patch: Any) -> dict[str, Any]:
     return error
 
 
-def test_replacing_mailboxes_ends_exactly_as_set(
-    store: Store, client: Jmap, alice: Person
-) -> None:
+def test_replacing_mailboxes_ends_exactly_as_set(store: Store, client: Jmap, alice: Person) -> None:
     """Inbox replaced by a user label (whole value) leaves that label only, no Archive."""
     work = label(store, alice, "Work")
     email = email_id(alice.messages["hello"])
@@ -75,14 +73,15 @@ def test_empty_and_unknown_mailboxes_are_invalid_properties(
     email = email_id(alice.messages["hello"])
     inbox = f"L{alice.inbox}"
     bobs = f"L{bob.inbox}"
-    for patch in (
+    patches: list[dict[str, Any]] = [
         {"mailboxIds": {}},
         {f"mailboxIds/{inbox}": None},
         {"mailboxIds": {"L99999999": True}},
         {"mailboxIds": {"nonsense": True}},
         {"mailboxIds": {bobs: True}},
         {f"mailboxIds/{bobs}": True},
-    ):
+    ]
+    for patch in patches:
         error = refusal(client, email, patch)
         assert error["type"] == "invalidProperties" and error["properties"] == ["mailboxIds"]
     assert boxes_of(client, email) == {inbox: True}

@@ -33,7 +33,13 @@ from mailroom.mime import Address, ParsedMessage, parse_message
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.keys import id_key
-from mailroom.store.models import Message, MessageLabel, MessageLocation, MessageRef
+from mailroom.store.models import (
+    Message,
+    MessageKeyword,
+    MessageLabel,
+    MessageLocation,
+    MessageRef,
+)
 from mailroom.store.search import SearchDocument, index_documents
 
 log = logging.getLogger(__name__)
@@ -135,6 +141,7 @@ def _merge_duplicates(items: Sequence[IncomingMessage]) -> list[IncomingMessage]
         first.label_ids.extend(i for i in item.label_ids if i not in first.label_ids)
         first.locations.extend(loc for loc in item.locations if loc not in first.locations)
         first.seen = first.seen or item.seen
+        first.keywords.extend(k for k in item.keywords if k not in first.keywords)
     return list(merged.values())
 
 
@@ -214,11 +221,16 @@ def _attach_labels_and_locations(
 ) -> None:
     label_rows: list[dict[str, int]] = []
     location_rows: list[dict[str, Any]] = []
+    keyword_rows: list[dict[str, Any]] = []
     for provider_id, (item, _parsed) in parsed_by_id.items():
         message_id = created.get(provider_id) or existing.get(provider_id)
         if message_id is None:
             continue
         label_rows.extend({"message_id": message_id, "label_id": lid} for lid in item.label_ids)
+        if provider_id in created:  # a stored message's keywords are the mirror's
+            keyword_rows.extend(
+                {"message_id": message_id, "keyword": k} for k in sorted(set(item.keywords))
+            )
         location_rows.extend(
             {
                 "message_id": message_id,
@@ -247,3 +259,5 @@ def _attach_labels_and_locations(
             changelog.record(session, user_id, "Thread", sorted(t for t in threads if t), "updated")
     if location_rows:
         insert_ignoring_conflicts(session, MessageLocation, location_rows)
+    if keyword_rows:
+        insert_ignoring_conflicts(session, MessageKeyword, keyword_rows)

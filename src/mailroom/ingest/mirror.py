@@ -13,6 +13,12 @@ message is and on whether it is seen and starred; mailroom mirrors them:
   the database, Snoozed) are never touched;
 * *seen* is mirrored into ``seen_at`` and *starred* into the Starred label (the
   most recent report wins when copies in two folders disagree);
+* *keywords* (every other flag, as lower-case JMAP keywords, e.g. ``$answered``)
+  are mirrored into ``message_keywords`` when the provider reports them
+  (``Flags.keywords`` not None): a reported keyword is added; a stored one the
+  provider does not report is removed only if it is in ``Flags.keyword_scope``
+  (the keywords the provider can hold; None = all), so a keyword the provider
+  cannot store stays local instead of being dropped by the next sync;
 * a message with no location left after a sync in which every folder answered
   is gone from the provider and is deleted (:func:`delete_orphans`).
 
@@ -35,6 +41,7 @@ from sqlalchemy import Exists, and_, delete, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from mailroom.labels.keywords import stored_keywords
 from mailroom.labels.propagation import pending_message_ids
 from mailroom.labels.resolver import system_label
 from mailroom.store import changelog
@@ -43,6 +50,7 @@ from mailroom.store.models import (
     Account,
     Folder,
     Message,
+    MessageKeyword,
     MessageLabel,
     MessageLocation,
     PendingChange,
@@ -70,10 +78,16 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Flags:
-    """What a provider says of a message's state: read, and starred (flagged, important)."""
+    """What a provider says of a message's state: read, starred, and its other keywords.
+
+    ``keywords`` None: the provider says nothing about keywords. ``keyword_scope``:
+    the keywords the provider can hold (their absence means "removed"); None: all.
+    """
 
     seen: bool
     starred: bool
+    keywords: frozenset[str] | None = None
+    keyword_scope: frozenset[str] | None = None
 
 
 class Placed(NamedTuple):
@@ -381,10 +395,36 @@ def apply_flags(
             )
         )
     changed = {*to_seen, *to_unseen, *to_star, *to_unstar}
+    changed |= _mirror_keywords(session, {m: f for m, f in wanted.items() if m in seen_now})
     changes.emails.update(changed)
     if to_star or to_unstar:
         changes.mailboxes.add(scope.starred_label)
     return changed
+
+
+def _mirror_keywords(session: Session, flags: Mapping[int, Flags]) -> set[int]:
+    """Make ``message_keywords`` follow the reported keywords; returns the changed ids."""
+    reported = {mid: f for mid, f in flags.items() if f.keywords is not None}
+    if not reported:
+        return set()
+    stored = stored_keywords(session, reported)
+    rows: list[dict[str, Any]] = []
+    gone: list[tuple[int, str]] = []
+    for mid, state in reported.items():
+        keywords = state.keywords or frozenset()
+        have = stored.get(mid, set())
+        rows.extend({"message_id": mid, "keyword": k} for k in sorted(keywords - have))
+        scope = state.keyword_scope
+        gone.extend((mid, k) for k in sorted(have - keywords) if scope is None or k in scope)
+    if rows:
+        session.execute(insert_for(session, MessageKeyword).values(rows).on_conflict_do_nothing())
+    for mid, keyword in gone:
+        session.execute(
+            delete(MessageKeyword).where(
+                MessageKeyword.message_id == mid, MessageKeyword.keyword == keyword
+            )
+        )
+    return {row["message_id"] for row in rows} | {mid for mid, _k in gone}
 
 
 def orphans(session: Session, account_id: int) -> list[int]:

@@ -44,6 +44,7 @@ class IncomingMessage:
     provider_thread_id: str | None = None
     provider_labels: list[str] = field(default_factory=list)
     seen: bool = False
+    keywords: list[str] = field(default_factory=list)  # lower-case; not $seen or $flagged
     parsed: ParsedMessage | None = None
 
 

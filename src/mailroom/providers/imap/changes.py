@@ -110,7 +110,9 @@ def scan_changes(
         if flags:
             where = located(session, folder_id, validity, flags)
             by_message = {where[uid]: f for uid, f in flags.items() if uid in where}
-            outcome.flags_changed = len(apply_flags(session, scope, changes, by_message))
+            outcome.flags_changed = len(
+                apply_flags(session, scope, changes, by_message, defined=status.flags)
+            )
         if vanished:
             affected = remove_locations(
                 session, scope, changes, folder_id, vanished, uidvalidity=validity
@@ -150,7 +152,9 @@ def remap_folder(
         ]
         changes = ChangeSet()
         remove_locations(session, scope, changes, folder_id)
-        add_locations(session, scope, changes, folder_id, status.uidvalidity, matched)
+        add_locations(
+            session, scope, changes, folder_id, status.uidvalidity, matched, defined=status.flags
+        )
         folder = session.get(Folder, folder_id)
         assert folder is not None
         old = folder.uidvalidity

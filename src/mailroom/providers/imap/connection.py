@@ -45,6 +45,7 @@ from mailroom.providers import netguard
 from mailroom.providers.base import AuthError, TransientError
 from mailroom.providers.imap.account import ImapConfig
 from mailroom.providers.imap.fetchparse import parse_fetch
+from mailroom.providers.imap.mirror import normalize_flags
 
 __all__ = [
     "CommandError",
@@ -88,6 +89,16 @@ class FolderStatus:
     uidnext: int | None
     exists: int
     highest_modseq: int | None
+    # Lower-cased: the flags defined in the folder (FLAGS) and those a client may
+    # store for good (PERMANENTFLAGS; ``\*`` = any new keyword; None = not sent,
+    # which RFC 3501 says means all; empty when EXAMINEd).
+    flags: frozenset[str] = frozenset()
+    permanent_flags: frozenset[str] | None = None
+
+    def can_store(self, flag: str) -> bool:
+        """Whether a flag set in this (read-write) folder is kept for good (PERMANENTFLAGS)."""
+        permanent = self.permanent_flags
+        return permanent is None or "\\*" in permanent or flag.lower() in permanent
 
 
 # -- sequence sets -----------------------------------------------------------------
@@ -297,6 +308,10 @@ class ImapConnection:
             uidnext=int(uidnext) if uidnext is not None else None,
             exists=int(info.get(b"EXISTS", 0)),
             highest_modseq=int(modseq) if modseq is not None and self.condstore else None,
+            flags=normalize_flags(info.get(b"FLAGS") or ()),
+            permanent_flags=(
+                normalize_flags(info[b"PERMANENTFLAGS"]) if b"PERMANENTFLAGS" in info else None
+            ),
         )
         return self.selected_status
 

@@ -42,7 +42,13 @@ from mailroom.providers.imap.identity import (
     message_id_from_header,
     provider_id,
 )
-from mailroom.providers.imap.mirror import FLAGGED, SEEN, add_locations, normalize_flags
+from mailroom.providers.imap.mirror import (
+    FLAGGED,
+    SEEN,
+    add_locations,
+    keywords_of,
+    normalize_flags,
+)
 from mailroom.providers.imap.state import MAX_ATTEMPTS, FolderMarks
 from mailroom.store.engine import Store
 from mailroom.store.models import SkippedMessage
@@ -246,10 +252,11 @@ def _store(
     uidvalidity: int,
     relocations: Sequence[tuple[int, int, frozenset[str] | None]],
     items: Sequence[IncomingMessage],
+    defined: frozenset[str] | None = None,
 ) -> BatchResult:
     def relocate(session: Session) -> None:
         changes = ChangeSet()
-        add_locations(session, scope, changes, folder_id, uidvalidity, relocations)
+        add_locations(session, scope, changes, folder_id, uidvalidity, relocations, defined=defined)
         changes.record(session, scope.user_id)
 
     return commit_batch(store, scope.account_id, scope.user_id, items, before=relocate)
@@ -286,6 +293,7 @@ def store_page(
     else:
         envelopes, failed = fetch_envelopes(conn, list(uids))
     outcome.envelopes = envelopes
+    defined = conn.selected_status.flags if conn.selected_status else None
     outcome.failed.update(failed)
     outcome.handled.update(u for u in uids if u not in envelopes and u not in failed)  # gone
 
@@ -332,6 +340,7 @@ def store_page(
                 locations=[Location(folder_id, uidvalidity, env.uid)],
                 received_at=env.internaldate,
                 seen=SEEN in env.flags,
+                keywords=sorted(keywords_of(env.flags)),
                 parsed=(parsed or {}).get(env.uid),
             )
         )
@@ -346,7 +355,7 @@ def store_page(
         items = [i for i in items if i.provider_id not in known_hashed]
 
     try:
-        result = _store(store, scope, folder_id, uidvalidity, relocations, items)
+        result = _store(store, scope, folder_id, uidvalidity, relocations, items, defined)
         results = [result]
     except Exception as exc:
         if _systemic(exc):
@@ -354,7 +363,7 @@ def store_page(
         log.warning("Storing a page of folder %s failed (%s); retrying one by one", folder_id, exc)
         results = []
         try:
-            _store(store, scope, folder_id, uidvalidity, relocations, [])
+            _store(store, scope, folder_id, uidvalidity, relocations, [], defined)
         except Exception as single:
             if _systemic(single):
                 raise

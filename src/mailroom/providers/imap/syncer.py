@@ -237,7 +237,10 @@ def _judge_orphans(conn: ImapConnection, store: Store, scope: AccountScope) -> b
             if hits:
                 with store.session() as session:
                     changes = ChangeSet()
-                    add_locations(session, scope, changes, folder_id, validity, hits)
+                    defined = conn.selected_status.flags if conn.selected_status else None
+                    add_locations(
+                        session, scope, changes, folder_id, validity, hits, defined=defined
+                    )
                     changes.record(session, scope.user_id)
                 found.add(message_id)
     gone = [m for m in ids if m not in found and m not in deferred]
