@@ -90,7 +90,12 @@ def serve_command(
     from mailroom.web.app import create_app
 
     check_tls(tls_cert, tls_key)
-    jmap = JmapConfig(cors_origins=tuple(app.settings.cors_origin_list))
+    from mailroom.jmap.push_policy import PushPolicy
+
+    jmap = JmapConfig(
+        cors_origins=tuple(app.settings.cors_origin_list),
+        push=PushPolicy(allowed_private_hosts=tuple(app.settings.allowed_private_host_list)),
+    )
     if owner is not None:
         click.echo(
             "--owner is no longer used: the web page shows the mail of whoever signs in "

@@ -6,6 +6,7 @@
 ``GET  /jmap/download/{accountId}/{blobId}/{name}`` raw messages and parts (§6.2)
 ``POST /jmap/upload/{accountId}``                   blob upload (§6.1)
 ``GET  /jmap/eventsource``                          push (§7.3, ``jmap.push``)
+``GET  /jmap/ws``                                   JMAP over WebSocket (RFC 8887)
 =================================================  ==========================
 
 Every endpoint needs HTTP Basic (user and password) or a bearer token; the
@@ -34,7 +35,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -43,17 +43,21 @@ from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from mailroom.jmap import ids
 from mailroom.jmap.auth import Authenticator, LockedOut, Principal
 from mailroom.jmap.blobs import FoundBlob, find_blob
 from mailroom.jmap.cors import Endpoint, OriginPolicy
 from mailroom.jmap.dispatcher import Dispatcher, Limits, check_media_type, request_too_large
-from mailroom.jmap.errors import LIMIT, Problem
-from mailroom.jmap.methods import METHODS
+from mailroom.jmap.errors import Problem
+from mailroom.jmap.methods import METHODS, push_subscription
 from mailroom.jmap.push import CountedStream, StreamSlots, event_stream, parse_request
+from mailroom.jmap.push_policy import PushPolicy
+from mailroom.jmap.request_slots import RequestSlots
 from mailroom.jmap.session import CAPABILITIES, session_document, session_state
+from mailroom.jmap.websocket import WebSocketSide, serve_websocket
 from mailroom.jmap.uploads import (
     UploadSlots,
     read_limited,
@@ -81,6 +85,8 @@ class JmapConfig:
     # Web pages on these origins may use JMAP (CORS); MAILROOM_CORS_ORIGINS.
     cors_origins: tuple[str, ...] = ()
     max_push_streams: int = 8  # open EventSource connections per user
+    # Push subscriptions (RFC 8620 §7.2): https only, the SSRF guard's allow-list.
+    push: PushPolicy = field(default_factory=PushPolicy)
     # Set when the server shuts down: open push streams end at their next poll.
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -120,16 +126,19 @@ class JmapServer:
         self.store = store
         self.config = config or JmapConfig()
         self.auth = auth or Authenticator(store)
+        limits = self.config.limits
+        methods = {**METHODS, **push_subscription.methods(self.config.push)}
         self.dispatcher = Dispatcher(
-            store, METHODS, CAPABILITIES, self.config.limits, session_state
+            store, methods, CAPABILITIES, limits, lambda p: session_state(p, limits)
         )
-        self._running: Counter[int] = Counter()
-        self._lock = threading.Lock()
+        self._requests = RequestSlots(limits.max_concurrent_requests)
         self._streams = StreamSlots(self.config.max_push_streams)
         self._uploads = UploadSlots(self.config.limits.max_concurrent_upload)
 
-    def _identify(self, header: str, address: str | None) -> Principal | Response:
+    def _identify(self, header: str | None, address: str | None) -> Principal | Response:
         """The principal, or the 401/429 answer to send instead."""
+        if not header:
+            return _unauthorized()
         try:
             principal = self.auth.authenticate(header, address)
         except LockedOut as locked:
@@ -175,28 +184,18 @@ class JmapServer:
         principal = self._identify(header, address)
         if isinstance(principal, Response):
             return principal
-        limits = self.config.limits
         user = principal.user_id
-        with self._lock:
-            if self._running[user] >= limits.max_concurrent_requests:
-                return Problem(
-                    LIMIT,
-                    429,
-                    f"More than maxConcurrentRequests ({limits.max_concurrent_requests}) "
-                    "requests at once.",
-                    limit="maxConcurrentRequests",
-                ).response()
-            self._running[user] += 1
+        try:
+            self._requests.take(user)
+        except Problem as problem:
+            return problem.response()
         try:
             document = self.dispatcher.parse(body)
             answer = self.dispatcher.run(principal, document)
         except Problem as problem:
             return problem.response()
         finally:
-            with self._lock:
-                self._running[user] -= 1
-                if self._running[user] <= 0:
-                    del self._running[user]
+            self._requests.give_back(user)
         return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
     async def _read_body(self, request: Request) -> bytes:
@@ -343,6 +342,18 @@ def jmap_routes(
     """The JMAP routes, to add to a Starlette application (``auth`` shared with the web)."""
     server = JmapServer(store, config, auth)
     policy = OriginPolicy(server.config.cors_origins)
+    side = WebSocketSide(
+        store,
+        server.dispatcher,
+        server._requests,
+        policy,
+        server._identify,
+        server.config.poll_interval,
+        server.config.stopping,
+    )
+
+    async def websocket(socket: WebSocket) -> None:
+        await serve_websocket(side, socket)
 
     def route(path: str, endpoint: Endpoint, method: str) -> Route:
         # Every JMAP endpoint is behind the Origin rule, and answers the CORS preflight.
@@ -356,4 +367,5 @@ def jmap_routes(
         route("/jmap/download/{accountId}/{blobId}/{name}", server.download, "GET"),
         route("/jmap/upload/{accountId}", server.upload, "POST"),
         route("/jmap/eventsource", server.eventsource, "GET"),
+        WebSocketRoute("/jmap/ws", websocket),
     ]

@@ -30,7 +30,6 @@ import asyncio
 import json
 import threading
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +41,7 @@ from starlette.types import Receive, Scope, Send
 from mailroom.jmap import ids
 from mailroom.jmap.changes import States, current_states
 from mailroom.jmap.errors import LIMIT, Problem
+from mailroom.jmap.request_slots import UserSlots
 from mailroom.store.engine import Store
 
 PUSH_TYPES = ("Email", "Mailbox", "Thread")
@@ -79,33 +79,21 @@ def parse_request(
     return StreamRequest(chosen, closeafter == "state", interval, resume)
 
 
-class StreamSlots:
+def _too_many_streams(most: int) -> Problem:
+    return Problem(
+        LIMIT,
+        429,
+        f"At most {most} push (EventSource) connections per user are open at once; "
+        "close one first.",
+        limit="maxConcurrentPushStreams",
+    )
+
+
+class StreamSlots(UserSlots):
     """How many push streams each user has open, at most ``per_user``."""
 
     def __init__(self, per_user: int) -> None:
-        self.per_user = per_user
-        self._open: Counter[int] = Counter()
-        self._lock = threading.Lock()
-
-    def take(self, user_id: int) -> None:
-        """Count one more stream of the user, or raise the 429 ``limit`` problem."""
-        with self._lock:
-            if self._open[user_id] >= self.per_user:
-                raise Problem(
-                    LIMIT,
-                    429,
-                    f"At most {self.per_user} push (EventSource) connections per user are open "
-                    "at once; close one first.",
-                    limit="maxConcurrentPushStreams",
-                )
-            self._open[user_id] += 1
-
-    def give_back(self, user_id: int) -> None:
-        """The user's stream has ended."""
-        with self._lock:
-            self._open[user_id] -= 1
-            if self._open[user_id] <= 0:
-                del self._open[user_id]
+        super().__init__(per_user, _too_many_streams)
 
 
 class CountedStream(StreamingResponse):
@@ -136,6 +124,39 @@ def _ping_event(interval: int) -> str:
     return f"event: ping\ndata: {json.dumps({'interval': interval})}\n\n"
 
 
+async def watch_states(
+    store: Store,
+    user_id: int,
+    types: tuple[str, ...],
+    poll_interval: float,
+    stopping: threading.Event | None = None,
+    since: int | None = None,
+) -> AsyncIterator[tuple[dict[str, int], dict[str, int]]]:
+    """Once per poll: the types (of ``types``) whose state moved (often none), and all states.
+
+    With ``since`` (a push state or event id: the highest state the client
+    knew), the first item holds every type whose state is now beyond it.
+    Otherwise the first item is empty: the current states are the baseline.
+    Ends when ``stopping`` is set.
+    """
+
+    def read() -> States:
+        with store.session() as session:
+            return current_states(session, user_id)
+
+    states = await run_in_threadpool(read)
+    known = {name: states.of(name) for name in types}
+    yield {name: s for name, s in known.items() if since is not None and s > since}, dict(known)
+    while True:
+        await asyncio.sleep(poll_interval)
+        if stopping is not None and stopping.is_set():
+            return
+        states = await run_in_threadpool(read)
+        moved = {name: states.of(name) for name in types if states.of(name) != known[name]}
+        known.update(moved)
+        yield moved, dict(known)
+
+
 async def event_stream(
     store: Store,
     user_id: int,
@@ -148,34 +169,24 @@ async def event_stream(
     The stream also ends when ``stopping`` is set (the server is shutting down).
     """
     account = ids.account_id(user_id)
-
-    def read() -> States:
-        with store.session() as session:
-            return current_states(session, user_id)
-
-    states = await run_in_threadpool(read)
-    known = {name: states.of(name) for name in request.types}
     last_sent = time.monotonic()
-    if request.last_event_id is not None:
-        moved = {name: s for name, s in known.items() if s > request.last_event_id}
-        if moved:
-            yield _state_event(account, moved, max(known.values()))
-            if request.close_after_state:
-                return
-        else:
-            yield f"id: {request.last_event_id}\n\n"
-    else:
-        yield f"retry: 1000\nid: {max(known.values(), default=0)}\n\n"
-    while True:
-        await asyncio.sleep(poll_interval)
-        if stopping is not None and stopping.is_set():
-            return
-        states = await run_in_threadpool(read)
-        moved = {name: states.of(name) for name in request.types if states.of(name) != known[name]}
+    first = True
+    watched = watch_states(
+        store, user_id, request.types, poll_interval, stopping, request.last_event_id
+    )
+    async for moved, known in watched:
         now = time.monotonic()
+        newest = max(known.values(), default=0)
+        if first:
+            first = False
+            if not moved:
+                if request.last_event_id is not None:
+                    yield f"id: {request.last_event_id}\n\n"
+                else:
+                    yield f"retry: 1000\nid: {newest}\n\n"
+                continue
         if moved:
-            known.update(moved)
-            yield _state_event(account, moved, max(known.values()))
+            yield _state_event(account, moved, newest)
             last_sent = now
             if request.close_after_state:
                 return

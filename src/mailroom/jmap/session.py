@@ -2,9 +2,17 @@
 
 One account per mailroom user (``u<user id>``): the unified view of all of
 the user's mail accounts. URLs are absolute, built from the URL the client
-used (scheme, host and port, so TLS and proxies with forwarded headers work).
+used (scheme, host and port, so TLS and proxies with forwarded headers work);
+the WebSocket URL (RFC 8887) is the same with ``ws``/``wss``.
 The limits are the ones the server enforces (``dispatcher.Limits``),
 including ``maxSizeUpload`` and ``maxConcurrentUpload`` of blob uploads.
+
+``capabilities`` names every capability the server supports, with its
+server-wide object; ``accountCapabilities`` holds only those with data in an
+account (mail, submission, vacation response), and ``primaryAccounts`` names
+exactly those: core, websocket and mailroom's tabs are not account
+capabilities. ``state`` is a digest of the whole document apart from its
+URLs, so it changes whenever anything a client may cache changes.
 """
 
 from __future__ import annotations
@@ -14,14 +22,16 @@ import json
 from typing import Any
 
 from mailroom import __version__
-from mailroom.categories.cascade import CATEGORIES
+from mailroom.categories import CATEGORIES
 from mailroom.jmap import ids
 from mailroom.jmap.auth import Principal
 from mailroom.jmap.dispatcher import Limits
+from mailroom.jmap.email_form import MAX_SIZE_ATTACHMENTS_PER_EMAIL
 from mailroom.jmap.emailquery import SORT_PROPERTIES
-from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION, TABS
+from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION, TABS, VACATION, WEBSOCKET
 
-CAPABILITIES = frozenset({CORE, MAIL, SUBMISSION, TABS})
+CAPABILITIES = frozenset({CORE, MAIL, SUBMISSION, VACATION, WEBSOCKET, TABS})
+WEBSOCKET_PATH = "/jmap/ws"
 
 
 def core_capability(limits: Limits) -> dict[str, Any]:
@@ -39,49 +49,69 @@ def core_capability(limits: Limits) -> dict[str, Any]:
 
 
 def account_capabilities() -> dict[str, Any]:
-    """What the one account offers."""
+    """What the one account offers (RFC 8621 §1.3.1, §1.3.2, §8)."""
     return {
         MAIL: {
             "maxMailboxesPerEmail": None,
             "maxMailboxDepth": None,
             "maxSizeMailboxName": 500,
-            "maxSizeAttachmentsPerEmail": 0,
+            "maxSizeAttachmentsPerEmail": MAX_SIZE_ATTACHMENTS_PER_EMAIL,
             "emailQuerySortOptions": list(SORT_PROPERTIES),
             "mayCreateTopLevelMailbox": True,
         },
         SUBMISSION: {"maxDelayedSend": 0, "submissionExtensions": {}},
+        VACATION: {},
+    }
+
+
+def server_capabilities(limits: Limits, base: str) -> dict[str, Any]:
+    """The session's ``capabilities``: every supported capability and its server-wide object."""
+    scheme, _, rest = base.partition("://")
+    websocket = f"{'wss' if scheme == 'https' else 'ws'}://{rest}{WEBSOCKET_PATH}"
+    return {
+        CORE: core_capability(limits),
+        MAIL: {},
+        SUBMISSION: {},
+        VACATION: {},
+        WEBSOCKET: {"url": websocket, "supportsPush": True},
         TABS: {"categories": list(CATEGORIES), "filterProperty": "category"},
     }
 
 
-def session_state(principal: Principal) -> str:
-    """A token that changes whenever the session document would (apart from its URLs)."""
-    basis = json.dumps(
-        [__version__, principal.user_id, principal.name, sorted(CAPABILITIES)], sort_keys=True
-    )
+_URLS = ("apiUrl", "downloadUrl", "uploadUrl", "eventSourceUrl")
+
+
+def _without_urls(document: dict[str, Any]) -> dict[str, Any]:
+    capabilities = dict(document["capabilities"])
+    capabilities[WEBSOCKET] = {**capabilities[WEBSOCKET], "url": None}
+    kept = {k: v for k, v in document.items() if k not in _URLS and k != "state"}
+    return {**kept, "capabilities": capabilities, "version": __version__}
+
+
+def _state_of(document: dict[str, Any]) -> str:
+    basis = json.dumps(_without_urls(document), sort_keys=True)
     return hashlib.sha256(basis.encode()).hexdigest()[:16]
 
 
-def session_document(principal: Principal, base_url: str, limits: Limits) -> dict[str, Any]:
-    """The Session object for ``principal``; ``base_url`` is scheme://host[:port][/root]."""
+def session_state(principal: Principal, limits: Limits | None = None) -> str:
+    """A token that changes whenever the session document would (apart from its URLs)."""
+    return _state_of(_document(principal, "http://localhost", limits or Limits()))
+
+
+def _document(principal: Principal, base: str, limits: Limits) -> dict[str, Any]:
     account = ids.account_id(principal.user_id)
-    base = base_url.rstrip("/")
+    accounts = account_capabilities()
     return {
-        "capabilities": {
-            CORE: core_capability(limits),
-            MAIL: {},
-            SUBMISSION: {},
-            TABS: {},
-        },
+        "capabilities": server_capabilities(limits, base),
         "accounts": {
             account: {
                 "name": principal.name,
                 "isPersonal": True,
                 "isReadOnly": False,
-                "accountCapabilities": account_capabilities(),
+                "accountCapabilities": accounts,
             }
         },
-        "primaryAccounts": {CORE: account, MAIL: account, SUBMISSION: account, TABS: account},
+        "primaryAccounts": {capability: account for capability in accounts},
         "username": principal.name,
         "apiUrl": f"{base}/jmap/api",
         "downloadUrl": f"{base}/jmap/download/{{accountId}}/{{blobId}}/{{name}}?accept={{type}}",
@@ -89,5 +119,11 @@ def session_document(principal: Principal, base_url: str, limits: Limits) -> dic
         "eventSourceUrl": (
             f"{base}/jmap/eventsource?types={{types}}&closeafter={{closeafter}}&ping={{ping}}"
         ),
-        "state": session_state(principal),
     }
+
+
+def session_document(principal: Principal, base_url: str, limits: Limits) -> dict[str, Any]:
+    """The Session object for ``principal``; ``base_url`` is scheme://host[:port][/root]."""
+    document = _document(principal, base_url.rstrip("/"), limits)
+    document["state"] = _state_of(document)
+    return document

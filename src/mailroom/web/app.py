@@ -26,6 +26,7 @@ from starlette.routing import Route
 from mailroom.config import Settings
 from mailroom.jmap.app import JmapConfig, jmap_routes
 from mailroom.jmap.auth import Authenticator, LockoutPolicy, SignInLimiter
+from mailroom.jmap.push_delivery import delivery_lifespan
 from mailroom.store.engine import Store
 from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.health import health
@@ -70,7 +71,8 @@ def create_app(
             Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
             Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
             *jmap_routes(store, jmap, auth),
-        ]
+        ],
+        lifespan=delivery_lifespan(store, jmap or JmapConfig()),
     )
     app.state.web = WebContext(store=store, auth=auth, session_lifetime=lifetime)
     return app

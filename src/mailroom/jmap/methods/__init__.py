@@ -23,8 +23,10 @@ from mailroom.jmap.methods import (
     snippet,
     submission,
     thread,
+    vacation,
+    push_subscription,
 )
-from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION
+from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION, VACATION
 
 GET = frozenset({"accountId", "ids", "properties"})
 CHANGES = frozenset({"accountId", "sinceState", "maxChanges"})
@@ -77,6 +79,11 @@ METHODS: dict[str, Method] = {
         MAIL, snippet.snippet_get, frozenset({"accountId", "filter", "emailIds"})
     ),
     "Identity/get": _method(SUBMISSION, identity.identity_get, GET),
+    "Identity/changes": _method(SUBMISSION, identity.identity_changes, CHANGES),
+    "Identity/set": _method(SUBMISSION, identity.identity_set, SET),
+    "VacationResponse/get": _method(VACATION, vacation.vacation_get, GET),
+    "VacationResponse/set": _method(VACATION, vacation.vacation_set, SET),
+    **push_subscription.METHODS,
     "EmailSubmission/get": _method(SUBMISSION, submission.submission_get, GET),
     "EmailSubmission/set": _method(
         SUBMISSION,

@@ -17,6 +17,8 @@ MAIL = "urn:ietf:params:jmap:mail"
 CORE = "urn:ietf:params:jmap:core"
 SUBMISSION = "urn:ietf:params:jmap:submission"
 TABS = "urn:mailroom:jmap:tabs"
+VACATION = "urn:ietf:params:jmap:vacationresponse"
+WEBSOCKET = "urn:ietf:params:jmap:websocket"
 
 
 def requested_ids(
