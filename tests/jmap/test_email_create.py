@@ -5,8 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from mailroom.jmap import email_form
+from mailroom.store.engine import Store
+from mailroom.store.models import Account, Message
+from tests.helpers import make_account
 from tests.jmap.conftest import Jmap, Person, email_id
 
 BODY = ["bodyStructure", "textBody", "htmlBody", "attachments", "bodyValues"]
@@ -332,3 +336,72 @@ def test_one_bad_creation_leaves_the_others(client: Jmap) -> None:
     )
     assert set(result["created"]) == {"good"} and set(result["notCreated"]) == {"bad"}
     assert client.call("Email/get", {"ids": [result["created"]["good"]["id"]]})["list"]
+
+
+def test_a_mailbox_created_in_the_same_request_can_hold_the_email(client: Jmap) -> None:
+    """mailboxIds may name a mailbox by its creation id (#mb) from an earlier call."""
+    (mailbox_set, email_set) = client.calls(
+        ["Mailbox/set", {"accountId": client.account, "create": {"mb": {"name": "Plans"}}}, "0"],
+        [
+            "Email/set",
+            {"accountId": client.account, "create": {"k": _draft("#mb")}},
+            "1",
+        ],
+    )
+    mailbox = mailbox_set[1]["created"]["mb"]["id"]
+    created = email_set[1]["created"]["k"]
+    assert _get(client, created["id"], ["mailboxIds"])["mailboxIds"] == {mailbox: True}
+
+
+def test_the_same_message_id_and_size_twice_is_already_exists(client: Jmap) -> None:
+    """A second email with the Message-ID and size of a stored one is alreadyExists."""
+    email = _draft(_roles(client)["drafts"], messageId=["fixed-id@example.org"])
+    first = _created(client, email)
+    error = _refused(client, email)
+    assert error["type"] == "alreadyExists" and error["existingId"] == first["id"]
+
+
+def test_a_text_attachment_from_a_body_value_and_a_typed_upload(client: Jmap) -> None:
+    """An attachment may be a body value (text/plain by default) or an upload of its own type."""
+    notes = _upload(client, b"a,b\n1,2\n", "text/csv; charset=utf-8")
+    created = _created(
+        client,
+        _draft(
+            _roles(client)["drafts"],
+            bodyValues={"t": {"value": "See attached."}, "n": {"value": "Notes."}},
+            attachments=[{"partId": "n", "name": "notes.txt"}, {"blobId": notes}],
+        ),
+    )
+    attachments = _get(client, created["id"], ["attachments"])["attachments"]
+    assert [(a["type"], a["name"]) for a in attachments] == [
+        ("text/plain", "notes.txt"),
+        ("text/csv", None),
+    ]
+
+
+def test_the_owner_is_the_account_of_the_from_address(
+    client: Jmap, alice: Person, store: Store
+) -> None:
+    """A draft from an account's address belongs to that account, its Message-ID on its domain."""
+    _user, work_id, _inbox = make_account(store, owner="alice", name="work")
+    with store.session() as session:
+        account = session.get(Account, work_id)
+        assert account is not None
+        account.settings = {"email": "Alice@Work.example"}
+    created = _created(
+        client,
+        _draft(
+            _roles(client)["drafts"], **{"from": [{"name": None, "email": "alice@work.example"}]}
+        ),
+    )
+    with store.session() as session:
+        row = session.execute(
+            select(Message.account_id, Message.message_id_header).where(
+                Message.id == int(created["id"][1:])
+            )
+        ).one()
+    assert row.account_id == work_id and row.message_id_header.endswith("@work.example")
+    other = _created(client, _draft(_roles(client)["drafts"]))
+    with store.session() as session:
+        owner = session.scalar(select(Message.account_id).where(Message.id == int(other["id"][1:])))
+    assert owner == alice.account_id

@@ -110,6 +110,7 @@ _FORMS = {
     "asURLs": "urls",
 }
 _FIELD_NAME = re.compile(r"[!-9;-~]+")  # RFC 5322 §2.2: printable ASCII but ":"
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")  # RFC 2045 §5.1 token (lower-cased)
 
 
 class FormError(Exception):
@@ -313,6 +314,8 @@ class _Body:
                 headers.extend(header_values(spec.name, spec.form, spec.every, value, prop))
             elif key not in PART_PROPERTIES:
                 raise _invalid(prop, f"{key} is not an EmailBodyPart property.")
+        if obj.get("partId") is not None:
+            default_type = "text/plain"  # a body value is text
         media_type = self._type(obj.get("type"), prop, default_type)
         common = {
             "disposition": _optional_string(obj, "disposition", prop),
@@ -344,7 +347,7 @@ class _Body:
             return default
         text = _string(value, prop).strip().lower()
         main, slash, sub = text.partition("/")
-        if not slash or not _FIELD_NAME.fullmatch(main) or not _FIELD_NAME.fullmatch(sub):
+        if not slash or not _TOKEN.fullmatch(main) or not _TOKEN.fullmatch(sub):
             raise _invalid(prop, f"{value!r} is not a media type (type/subtype).")
         return text
 
@@ -375,7 +378,8 @@ class _Body:
             return BodyPart("application/octet-stream")
         data, blob_type = found
         self.attachment_size += len(data)
-        chosen = media_type if "type" in obj and obj["type"] is not None else blob_type.lower()
+        given = obj.get("type") is not None
+        chosen = media_type if given else blob_type.partition(";")[0].strip().lower()
         return BodyPart(
             chosen or "application/octet-stream", content=data, charset=charset, **common
         )

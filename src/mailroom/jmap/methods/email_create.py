@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest.model import BatchResult, IncomingMessage
@@ -150,7 +150,7 @@ class EmailCreator:
                     return account
             owner = self.session.scalar(
                 select(Identity.account_id)
-                .where(Identity.user_id == self.user_id, Identity.email.ilike(sender))
+                .where(Identity.user_id == self.user_id, func.lower(Identity.email) == sender)
                 .order_by(Identity.id)
                 .limit(1)
             )
@@ -201,7 +201,7 @@ def _first_from(form: EmailForm) -> str:
 def _domain(account: Account, form: EmailForm) -> str:
     """The domain of the Message-ID: the account's, else the sender's."""
     for address in [*owned_addresses(account), _first_from(form)]:
-        domain = address.rpartition("@")[2]
+        domain = address.rpartition("@")[2].lower()
         if domain and domain.isascii():
             return domain
     return "localhost"
