@@ -6,9 +6,18 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mailroom.config import Settings
+from mailroom.labels.propagation import propagate_pending
+from mailroom.providers import registry
+from mailroom.providers.imap import add_imap_account
 from mailroom.store.engine import Store
 from mailroom.store.models import Label, Message, PendingChange
+from tests.imap.conftest import dovecot, new_mailbox, settings
+from tests.imap.views import sync_all
 from tests.jmap.conftest import MAIL, Jmap, Person, email_id
+from tests.support.dovecot import DovecotServer
+
+__all__ = ["dovecot", "settings"]  # the IMAP fixtures, used by the Dovecot test
 
 
 def create(client: Jmap, **objects: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +106,7 @@ def test_names_are_unique_among_siblings_only(client: Jmap) -> None:
 
 def test_invalid_creates_name_the_property(client: Jmap) -> None:
     """Each wrong property is invalidProperties naming exactly that property."""
-    cases = {
+    cases: dict[str, tuple[dict[str, Any], str]] = {
         "noname": ({"parentId": None}, "name"),
         "empty": ({"name": " "}, "name"),
         "slash": ({"name": "a/b"}, "name"),
@@ -279,8 +288,8 @@ def test_if_in_state_and_changes(client: Jmap) -> None:
 def test_changes_go_to_the_provider_as_pending_folder_changes(
     client: Jmap, store: Store, alice: Person
 ) -> None:
-    """Create, rename and destroy each queue a pending folder change without a message."""
-    box = made(client, "Carried")
+    """A create queues a pending folder change for the user's account, without a message."""
+    made(client, "Carried")
     with store.session() as session:
         rows = session.execute(
             select(PendingChange.operation, PendingChange.message_id, PendingChange.account_id)
@@ -296,3 +305,56 @@ def test_bad_arguments(client: Jmap) -> None:
     assert flag["error"]["type"] == "invalidArguments"
     odd = client.call("Mailbox/set", {"update": {"L1": "name"}})
     assert odd["notUpdated"]["L1"]["type"] in ("invalidPatch", "notFound")
+
+
+def test_mailboxes_made_over_jmap_become_dovecot_folders(
+    client: Jmap, store: Store, alice: Person, settings: Settings, dovecot: DovecotServer
+) -> None:
+    """Created, renamed and destroyed over JMAP, the folders appear, move and go on Dovecot."""
+    imap = new_mailbox(dovecot)
+    account = add_imap_account(
+        store,
+        settings,
+        name="imap",
+        host=imap.server.host,
+        port=imap.server.port,
+        tls="none",
+        login=imap.user,
+        password=imap.password,
+        owner=alice.name,
+    )
+    sync_all(store, account, settings)
+
+    def carry() -> None:
+        propagator = registry.propagator_for(store, "imap", settings)
+        assert propagator is not None
+        run = propagate_pending(store, account, propagator)
+        assert run.failed == 0 and run.retried == 0
+
+    def folders() -> set[str]:
+        with imap.client() as other:
+            return {name for _flags, _delimiter, name in other.list_folders()}
+
+    dotted = create(client, d={"name": "v1.2"})["notCreated"]["d"]
+    assert dotted["properties"] == ["name"]  # "." nests folders on this Dovecot
+    result = create(client, top={"name": "Clients"}, sub={"name": "Acme", "parentId": "#top"})
+    top, sub = result["created"]["top"]["id"], result["created"]["sub"]["id"]
+    carry()
+    assert {"Clients", "Clients.Acme"} <= folders()
+    sync_all(store, account, settings)
+    names = [m["name"] for m in client.call("Mailbox/get", {"ids": None})["list"]]
+    assert names.count("Clients") == 1 and names.count("Acme") == 1
+
+    client.call("Mailbox/set", {"update": {top: {"name": "Customers"}}})
+    carry()
+    assert "Customers.Acme" in folders() and "Clients" not in folders()
+    sync_all(store, account, settings)
+    assert mailbox(client, sub)["parentId"] == top
+
+    gone = client.call("Mailbox/set", {"destroy": [top, sub]})
+    assert gone["destroyed"] == [top, sub]
+    carry()
+    assert not {"Customers", "Customers.Acme"} & folders()
+    sync_all(store, account, settings)
+    names = [m["name"] for m in client.call("Mailbox/get", {"ids": None})["list"]]
+    assert "Customers" not in names and "Acme" not in names
