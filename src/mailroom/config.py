@@ -17,26 +17,67 @@
 ``MAILROOM_CORS_ORIGINS``  web pages (comma-separated origins such as
                            ``https://webmail.example.org``) that may use JMAP from
                            another site; any other Origin is refused (403).
+
+Every field of :class:`Settings` is ``MAILROOM_<FIELD>`` (any case). A keyword
+given to :func:`load_settings` (a CLI flag) wins over the environment, the
+environment over ``./.env``, ``./.env`` over the default.
+
+The loader is a dataclass read by hand rather than pydantic-settings: every
+command reads the settings first, and importing pydantic-settings cost a read
+command a fifth of its start-up. Values are converted by the field's type
+(text, path, whole number, number, secret); a value that does not convert is
+one plain sentence naming the variable.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-from pydantic import SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from mailroom.errors import ConfigError
 
+ENV_PREFIX = "MAILROOM_"
+ENV_FILE = ".env"
+DEFAULT_OWNER = "me"  # the user a command acts for without --owner
 
-class Settings(BaseSettings):
-    """All runtime settings of mailroom."""
 
-    model_config = SettingsConfigDict(env_prefix="MAILROOM_", env_file=".env", extra="ignore")
+class SecretStr:
+    """A secret that never shows in a repr, a log line or a traceback."""
 
-    data_dir: Path = Path(platformdirs.user_data_dir("mailroom"))
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        """The secret itself, for the one place that needs it."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SecretStr('**********')"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretStr) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def default_data_dir() -> Path:
+    """The OS data dir of the user (``~/.local/share/mailroom`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("mailroom"))
+
+
+@dataclass
+class Settings:
+    """All runtime settings of mailroom; strings given for typed fields are converted."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
     database_url: str | None = None
     redis_url: str | None = None  # MAILROOM_REDIS_URL: queues and watch leases for many machines
     namespace: str = "mailroom"  # prefix of queue names and lease keys in a shared Redis
@@ -53,15 +94,9 @@ class Settings(BaseSettings):
     web_session_days: int = 30  # a web sign-in lasts this long, then asks again
     cors_origins: str = ""  # MAILROOM_CORS_ORIGINS: origins of web JMAP clients (CORS)
 
-    @field_validator("data_dir")
-    @classmethod
-    def _expand(cls, value: Path) -> Path:
-        return value.expanduser()
-
-    @field_validator("master_key_file")
-    @classmethod
-    def _expand_key_file(cls, value: Path | None) -> Path | None:
-        return value.expanduser() if value is not None else None
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            setattr(self, item.name, _convert(item, getattr(self, item.name)))
 
     @property
     def allowed_private_host_list(self) -> list[str]:
@@ -81,14 +116,67 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.data_dir / 'mailroom.sqlite3'}"
 
 
+# Field type (annotations are strings under `from __future__`) -> (parse text, Python type, words).
+_KINDS: dict[str, tuple[Any, type, str]] = {
+    "Path": (lambda text: Path(text).expanduser(), Path, "a path"),
+    "str": (str, str, "text"),
+    "int": (int, int, "a whole number"),
+    "float": (float, float, "a number"),
+    "SecretStr": (SecretStr, SecretStr, "text"),
+}
+
+
+def _convert(item: dataclasses.Field[Any], value: Any) -> Any:
+    """``value`` as the field's type: text from the environment is parsed, objects checked."""
+    kind, _, rest = str(item.type).partition(" | ")
+    parse, python_type, words = _KINDS[kind]
+    if value is None:
+        if rest == "None":
+            return None
+        raise _invalid(item.name, "it must be set")
+    if isinstance(value, str):
+        text = value.strip() if kind in ("int", "float") else value
+        if rest == "None" and kind != "str" and not text.strip():
+            return None
+        try:
+            return parse(text)
+        except ValueError:
+            raise _invalid(item.name, f"{value!r} is not {words}") from None
+    if kind == "Path" and isinstance(value, Path):
+        return value.expanduser()
+    if kind == "float" and type(value) is int:
+        return float(value)
+    if type(value) is python_type:
+        return value
+    raise _invalid(item.name, f"{value!r} is not {words}")
+
+
+def _invalid(name: str, reason: str) -> ConfigError:
+    return ConfigError(
+        f"The setting {ENV_PREFIX}{name.upper()} is invalid ({reason}); fix it and try again."
+    )
+
+
+def _environment(names: set[str]) -> dict[str, str]:
+    """``MAILROOM_*`` values for ``names``: the process environment over ``./.env``."""
+    found: dict[str, str] = {}
+    if Path(ENV_FILE).is_file():
+        from dotenv import dotenv_values
+
+        for key, value in dotenv_values(ENV_FILE).items():
+            name = key.upper().removeprefix(ENV_PREFIX).lower()
+            if key.upper().startswith(ENV_PREFIX) and name in names and value is not None:
+                found[name] = value
+    for key, value in os.environ.items():
+        name = key.upper().removeprefix(ENV_PREFIX).lower()
+        if key.upper().startswith(ENV_PREFIX) and name in names:
+            found[name] = value
+    return found
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Read settings from the environment; non-None keyword arguments win (CLI flags)."""
-    given = {key: value for key, value in overrides.items() if value is not None}
-    try:
-        return Settings(**given)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]).upper()
-        raise ConfigError(
-            f"The setting MAILROOM_{field} is invalid ({first['msg']}); fix it and try again."
-        ) from None
+    names = {item.name for item in dataclasses.fields(Settings)}
+    values: dict[str, Any] = _environment(names)
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    return Settings(**values)

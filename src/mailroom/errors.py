@@ -42,3 +42,8 @@ class RuleError(MailroomError):
 
 class ProviderError(MailroomError):
     """A mail provider refused or failed an operation."""
+
+
+def unknown_user(name: str) -> NotFoundError:
+    """The one sentence for a user name that is not in the store."""
+    return NotFoundError(f"There is no user called {name!r}; create it with `mailroom user add`.")

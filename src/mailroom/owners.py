@@ -8,10 +8,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from mailroom.errors import NotFoundError
+from mailroom.config import DEFAULT_OWNER as DEFAULT_OWNER  # re-exported
+from mailroom.errors import unknown_user
 from mailroom.store.models import Account, User
-
-DEFAULT_OWNER = "me"
 
 
 def get_or_create_user(session: Session, name: str = DEFAULT_OWNER) -> User:
@@ -32,9 +31,7 @@ def get_user(session: Session, name: str) -> User:
     """The user called ``name`` or a NotFoundError in plain words."""
     user = session.scalar(select(User).where(User.name == name))
     if user is None:
-        raise NotFoundError(
-            f"There is no user called {name!r}; create it with `mailroom user add`."
-        )
+        raise unknown_user(name)
     return user
 
 

@@ -1,4 +1,9 @@
-"""Read models shared by the CLI and the web page: messages and threads as plain dicts."""
+"""Read models shared by the CLI and the web page: messages and threads as plain dicts.
+
+Plain SQL through a :class:`~mailroom.store.reader.Reader`, the same on both
+stores, so a read command needs neither SQLAlchemy nor the ORM
+(``store.reader`` says why).
+"""
 
 from __future__ import annotations
 
@@ -7,58 +12,65 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, text
-from sqlalchemy.orm import Session
-
-from mailroom.errors import NotFoundError
-from mailroom.store.models import Account, Label, Message, MessageBody, MessageLabel, Thread
+from mailroom.errors import NotFoundError, unknown_user
+from mailroom.store.reader import Reader, in_list, json_value, stamp
 from mailroom.store.search import match_clause
 
 
-def _labels_of(session: Session, message_ids: Sequence[int]) -> dict[int, list[str]]:
+def user_id(reader: Reader, name: str) -> int:
+    """The id of the user called ``name``; NotFoundError in plain words if none."""
+    rows = reader.rows("SELECT id FROM users WHERE name = :name", {"name": name})
+    if not rows:
+        raise unknown_user(name)
+    return int(rows[0][0])
+
+
+def _labels_of(reader: Reader, message_ids: Sequence[int]) -> dict[int, list[str]]:
     labels: dict[int, list[str]] = defaultdict(list)
     if message_ids:
-        rows = session.execute(
-            select(MessageLabel.message_id, Label.path)
-            .join(Label, Label.id == MessageLabel.label_id)
-            .where(MessageLabel.message_id.in_(message_ids))
-            .order_by(Label.path)
+        ids, params = in_list("id", message_ids)
+        rows = reader.rows(
+            "SELECT message_labels.message_id, labels.path FROM message_labels "
+            "JOIN labels ON labels.id = message_labels.label_id "
+            f"WHERE message_labels.message_id IN {ids} ORDER BY labels.path",
+            params,
         )
         for message_id, path in rows:
             labels[message_id].append(path)
     return labels
 
 
-def search_ids(session: Session, user_id: int, query: str, limit: int = 100) -> list[int]:
+def search_ids(reader: Reader, user: int, query: str, limit: int = 100) -> list[int]:
     """Ids of the user's messages matching a full-text query, newest first (binned excluded)."""
-    dialect = session.get_bind().dialect.name
-    clause = match_clause(dialect, query)
+    clause = match_clause(reader.dialect, query)
     if clause is None:
         return []
     condition, params = clause
-    rows = session.execute(
-        text(
-            "SELECT messages.id FROM messages LEFT JOIN threads ON threads.id = messages.thread_id "
-            f"WHERE messages.user_id = :user AND {condition} "
-            "AND (threads.in_trash IS NULL OR NOT threads.in_trash) "
-            "ORDER BY messages.received_at DESC, messages.id DESC LIMIT :limit"
-        ),
-        {"user": user_id, "limit": limit, **params},
+    rows = reader.rows(
+        "SELECT messages.id FROM messages LEFT JOIN threads ON threads.id = messages.thread_id "
+        f"WHERE messages.user_id = :user AND {condition} "
+        "AND (threads.in_trash IS NULL OR NOT threads.in_trash) "
+        "ORDER BY messages.received_at DESC, messages.id DESC LIMIT :limit",
+        {"user": user, "limit": limit, **params},
     )
     return [row[0] for row in rows]
 
 
-def label_id(session: Session, user_id: int, path: str) -> int:
+def label_id(reader: Reader, user: int, path: str) -> int:
     """The id of the user's label ``path`` (exact, else ignoring case); NotFoundError if none."""
-    exact = session.scalar(select(Label.id).where(Label.user_id == user_id, Label.path == path))
-    if exact is not None:
-        return exact
-    folded = session.scalars(
-        select(Label.id).where(Label.user_id == user_id, func.lower(Label.path) == path.lower())
-    ).all()
+    exact = reader.rows(
+        "SELECT id FROM labels WHERE user_id = :user AND path = :path",
+        {"user": user, "path": path},
+    )
+    if exact:
+        return int(exact[0][0])
+    folded = reader.rows(
+        "SELECT id FROM labels WHERE user_id = :user AND lower(path) = :path",
+        {"user": user, "path": path.lower()},
+    )
     if len(folded) != 1:
         raise NotFoundError(f"There is no label {path!r}; `mailroom labels` lists them.")
-    return folded[0]
+    return int(folded[0][0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,84 +82,106 @@ class MessageFilter:
     unread: bool = False
     repaired: bool = False  # stored with parse notes (a damaged part was repaired)
 
-
-def count_messages(session: Session, user_id: int, where: MessageFilter = MessageFilter()) -> int:
-    """How many of the user's messages match the filter."""
-    query = _filtered(select(func.count(Message.id)).where(Message.user_id == user_id), where)
-    return session.scalar(query) or 0
-
-
-def _filtered(query: Any, where: MessageFilter) -> Any:
-    if where.label_id is not None:
-        query = query.where(
-            Message.id.in_(
-                select(MessageLabel.message_id).where(MessageLabel.label_id == where.label_id)
+    def sql(self) -> tuple[str, dict[str, Any]]:
+        """The conditions on ``messages`` (each starting with AND) and their parameters."""
+        conditions: list[str] = []
+        params: dict[str, Any] = {}
+        if self.label_id is not None:
+            conditions.append(
+                "messages.id IN (SELECT message_id FROM message_labels WHERE label_id = :label)"
             )
-        )
-    if where.category is not None:
-        query = query.where(Message.category == where.category)
-    if where.unread:
-        query = query.where(Message.seen_at.is_(None))
-    if where.repaired:
-        # JSON on both stores; json_array_length exists in SQLite and PostgreSQL alike.
-        query = query.where(func.json_array_length(Message.parse_notes) > 0)
-    return query
+            params["label"] = self.label_id
+        if self.category is not None:
+            conditions.append("messages.category = :category")
+            params["category"] = self.category
+        if self.unread:
+            conditions.append("messages.seen_at IS NULL")
+        if self.repaired:
+            # JSON on both stores; json_array_length exists in SQLite and PostgreSQL alike.
+            conditions.append("json_array_length(messages.parse_notes) > 0")
+        return "".join(f" AND {condition}" for condition in conditions), params
+
+
+def count_messages(reader: Reader, user: int, where: MessageFilter = MessageFilter()) -> int:
+    """How many of the user's messages match the filter."""
+    conditions, params = where.sql()
+    rows = reader.rows(
+        f"SELECT count(messages.id) FROM messages WHERE messages.user_id = :user{conditions}",
+        {"user": user, **params},
+    )
+    return int(rows[0][0] or 0)
+
+
+_LISTED = (
+    "messages.id, accounts.name, messages.message_id_header, messages.thread_id, "
+    "messages.subject, messages.from_email, messages.from_name, messages.received_at, "
+    "messages.category, messages.seen_at"
+)
 
 
 def list_messages(
-    session: Session,
-    user_id: int,
+    reader: Reader,
+    user: int,
     *,
     limit: int | None = None,
     ids: Sequence[int] | None = None,
     where: MessageFilter = MessageFilter(),
 ) -> list[dict[str, Any]]:
     """The user's messages (or the given ids), newest first, as dicts for `mailroom list`."""
-    query = _filtered(
-        select(Message, Account.name)
-        .join(Account, Account.id == Message.account_id)
-        .where(Message.user_id == user_id)
-        .order_by(Message.received_at.desc(), Message.id.desc()),
-        where,
-    )
+    conditions, params = where.sql()
     if ids is not None:
-        query = query.where(Message.id.in_(ids))
+        if not ids:
+            return []
+        listed, id_params = in_list("id", ids)
+        conditions += f" AND messages.id IN {listed}"
+        params.update(id_params)
+    sql = (
+        f"SELECT {_LISTED} FROM messages JOIN accounts ON accounts.id = messages.account_id "
+        f"WHERE messages.user_id = :user{conditions} "
+        "ORDER BY messages.received_at DESC, messages.id DESC"
+    )
     if limit is not None:
-        query = query.limit(limit)
-    rows = session.execute(query).all()
-    labels = _labels_of(session, [message.id for message, _ in rows])
-    return [
-        {
-            "id": message.id,
-            "account": account,
-            "message_id": message.message_id_header,
-            "thread_id": message.thread_id,
-            "subject": message.subject,
-            "from": message.from_email,
-            "from_name": message.from_name,
-            "received_at": message.received_at.isoformat(),
-            "category": message.category,
-            "labels": labels.get(message.id, []),
-            "seen": message.seen_at is not None,
-        }
-        for message, account in rows
-    ]
+        sql += " LIMIT :limit"
+        params["limit"] = limit
+    rows = reader.rows(sql, {"user": user, **params})
+    labels = _labels_of(reader, [row[0] for row in rows])
+    listed_rows = []
+    for message, account, header_id, thread, subject, email, name, received, tab, seen in rows:
+        received_at = stamp(received)
+        assert received_at is not None
+        listed_rows.append(
+            {
+                "id": message,
+                "account": account,
+                "message_id": header_id,
+                "thread_id": thread,
+                "subject": subject,
+                "from": email,
+                "from_name": name,
+                "received_at": received_at.isoformat(),
+                "category": tab,
+                "labels": labels.get(message, []),
+                "seen": seen is not None,
+            }
+        )
+    return listed_rows
 
 
-def newest_threads(session: Session, user_id: int, limit: int = 50) -> list[dict[str, Any]]:
+def newest_threads(reader: Reader, user: int, limit: int = 50) -> list[dict[str, Any]]:
     """The user's newest threads (binned ones left out) with their senders, for the web page."""
-    threads = session.scalars(
-        select(Thread)
-        .where(Thread.user_id == user_id, Thread.message_count > 0, Thread.in_trash.is_(False))
-        .order_by(Thread.last_message_at.desc(), Thread.id.desc())
-        .limit(limit)
-    ).all()
+    threads = reader.rows(
+        "SELECT id, subject, message_count, unread_count, last_message_at, category "
+        "FROM threads WHERE user_id = :user AND message_count > 0 AND NOT in_trash "
+        "ORDER BY last_message_at DESC, id DESC LIMIT :limit",
+        {"user": user, "limit": limit},
+    )
     senders: dict[int | None, list[str]] = defaultdict(list)
     if threads:
-        rows = session.execute(
-            select(Message.thread_id, Message.from_name, Message.from_email)
-            .where(Message.thread_id.in_([t.id for t in threads]))
-            .order_by(Message.received_at)
+        listed, params = in_list("thread", [row[0] for row in threads])
+        rows = reader.rows(
+            "SELECT thread_id, from_name, from_email FROM messages "
+            f"WHERE thread_id IN {listed} ORDER BY received_at",
+            params,
         )
         for thread_id, name, email in rows:
             who = name or email
@@ -155,37 +189,47 @@ def newest_threads(session: Session, user_id: int, limit: int = 50) -> list[dict
                 senders[thread_id].append(who)
     return [
         {
-            "id": thread.id,
-            "subject": thread.subject,
-            "message_count": thread.message_count,
-            "unread_count": thread.unread_count,
-            "last_message_at": thread.last_message_at,
-            "category": thread.category,
-            "senders": senders.get(thread.id, []),
+            "id": thread,
+            "subject": subject,
+            "message_count": messages,
+            "unread_count": unread,
+            "last_message_at": stamp(last),
+            "category": tab,
+            "senders": senders.get(thread, []),
         }
-        for thread in threads
+        for thread, subject, messages, unread, last, tab in threads
     ]
 
 
-def message_detail(session: Session, user_id: int, message_id: int) -> dict[str, Any]:
+def message_detail(reader: Reader, user: int, message_id: int) -> dict[str, Any]:
     """One message with bodies and parse notes; NotFoundError if not the user's."""
-    message = session.get(Message, message_id)
-    if message is None or message.user_id != user_id:
+    found = reader.rows(
+        "SELECT recipients, preview, parse_notes, thread_note, category_stage, category_signal "
+        "FROM messages WHERE id = :id AND user_id = :user",
+        {"id": message_id, "user": user},
+    )
+    if not found:
         raise NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
-    body = session.get(MessageBody, message_id)
-    detail = list_messages(session, user_id, ids=[message_id])[0]
+    recipients, preview, notes, thread_note, stage, signal = found[0]
+    bodies = reader.rows(
+        "SELECT text_body, sanitized_html, attachments FROM message_bodies WHERE message_id = :id",
+        {"id": message_id},
+    )
+    text, sanitized, attachments = bodies[0] if bodies else ("", None, "[]")
+    addressed = json_value(recipients) or {}
+    detail = list_messages(reader, user, ids=[message_id])[0]
     detail.update(
         {
-            "to": message.recipients.get("to", []),
-            "cc": message.recipients.get("cc", []),
-            "preview": message.preview,
-            "text": body.text_body if body else "",
-            "sanitized_html": body.sanitized_html if body else None,
-            "attachments": body.attachments if body else [],
-            "parse_notes": message.parse_notes,
-            "thread_note": message.thread_note,
-            "category_stage": message.category_stage,
-            "category_signal": message.category_signal,
+            "to": addressed.get("to", []),
+            "cc": addressed.get("cc", []),
+            "preview": preview,
+            "text": text,
+            "sanitized_html": sanitized,
+            "attachments": json_value(attachments) or [],
+            "parse_notes": json_value(notes) or [],
+            "thread_note": thread_note,
+            "category_stage": stage,
+            "category_signal": signal,
         }
     )
     return detail

@@ -4,40 +4,25 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import update
 
-from mailroom.cli import context
 from mailroom.cli.main import cli
 from mailroom.jmap.auth import Authenticator
-from mailroom.store.engine import Store, open_store
+from mailroom.store.engine import Store
 from mailroom.store.models import ApiToken, utcnow
 
 
 def run(store: Store, tmp_path: Path, *args: str, stdin: str | None = None) -> Result:
-    """Run the CLI in process against the test store, closing the store it opened."""
+    """Run the CLI in process against the test store (it closes its store when done)."""
     url = store.engine.url.render_as_string(hide_password=False)
-    opened: list[Store] = []
-
-    def tracked(*a: Any, **k: Any) -> Store:
-        opened.append(open_store(*a, **k))
-        return opened[-1]
-
-    # The CLI keeps its store until the process ends; in process, close it here.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(context, "open_store", tracked)
-        result = CliRunner().invoke(
-            cli,
-            ["--database-url", url, *args],
-            input=stdin,
-            env={"MAILROOM_DATA_DIR": str(tmp_path / "data")},
-        )
-    for each in opened:
-        each.dispose()
-    return result
+    return CliRunner().invoke(
+        cli,
+        ["--database-url", url, *args],
+        input=stdin,
+        env={"MAILROOM_DATA_DIR": str(tmp_path / "data")},
+    )
 
 
 def _user(store: Store, tmp_path: Path) -> None:

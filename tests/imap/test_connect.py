@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 from pathlib import Path
@@ -121,7 +122,7 @@ def test_blocked_host_is_an_auth_error_and_dns_failure_transient(
 ) -> None:
     """A private host not allow-listed marks auth_error; an unknown name only fails this sync."""
     account_id = add_account(store, settings, mailbox)
-    strict = settings.model_copy(update={"allowed_private_hosts": ""})
+    strict = dataclasses.replace(settings, allowed_private_hosts="")
     with caplog.at_level(logging.WARNING, logger="mailroom.operator"), pytest.raises(AuthError):
         sync_account(store, account_id, settings=strict)
     assert "non-public" in caplog.text  # the detail is for the operator only

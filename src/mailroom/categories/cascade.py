@@ -24,10 +24,10 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
+# Re-exported: the tab names were defined here before tabs.py.
+from mailroom.categories.tabs import CATEGORIES as CATEGORIES
+from mailroom.categories.tabs import PRIMARY as PRIMARY
 from mailroom.conversations.subject import is_reply
-
-PRIMARY = "primary"
-CATEGORIES = ("primary", "promotions", "social", "updates", "forums")
 
 GMAIL_CATEGORY_LABELS = {
     "CATEGORY_PERSONAL": "primary",

@@ -15,10 +15,13 @@ import click
 
 from mailroom.config import Settings, load_settings
 from mailroom.errors import ConfigError, MailroomError, StoreError
-from mailroom.store.engine import Store, open_store
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+    from sqlalchemy.orm import Session
+
+    from mailroom.store.engine import Store
+    from mailroom.store.reader import Reader, SqliteReader
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -32,6 +35,8 @@ class AppContext:
     database_url: str | None = None
     _settings: Settings | None = field(default=None, repr=False)
     _store: Store | None = field(default=None, repr=False)
+    _reader: SqliteReader | None = field(default=None, repr=False)
+    _session: Session | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Settings:
@@ -44,12 +49,42 @@ class AppContext:
     def store(self) -> Store:
         """The store, created if there is none yet, opened and migrated on first use."""
         if self._store is None:
+            from mailroom.store.engine import open_store
+
             settings = self.settings
             self._store = open_store(settings.resolved_database_url, settings.data_dir)
         return self._store
 
+    @property
+    def reader(self) -> Reader:
+        """Read-only SQL on the existing store (``store.reader``), for the read commands.
+
+        A SQLite store whose schema is current is read with the standard library
+        alone; any other store (PostgreSQL, or a schema to migrate first) through
+        a session of :attr:`existing_store`.
+        """
+        if self._reader is not None:
+            return self._reader
+        if self._session is None:
+            settings = self.settings
+            path = sqlite_path(settings.resolved_database_url)
+            if path is not None and self._store is None:
+                self._reader = current_sqlite_reader(settings, path)
+                if self._reader is not None:
+                    return self._reader
+            self._session = self.existing_store.session().__enter__()
+        from mailroom.store.reader import SessionReader
+
+        return SessionReader(self._session)
+
     def close(self) -> None:
         """Release the store's connections (the command is done)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if self._session is not None:
+            self._session.close()
+            self._session = None
         if self._store is not None:
             self._store.dispose()
             self._store = None
@@ -68,6 +103,8 @@ class AppContext:
             path = sqlite_path(url)
             if path is not None and not path.is_file():
                 raise no_store(settings, path)
+            from mailroom.store.engine import open_store
+
             store = open_store(url, settings.data_dir, migrate=False)
             try:
                 current = schema_revision(store)
@@ -84,18 +121,54 @@ class AppContext:
         return self._store
 
 
-def sqlite_path(url: str) -> Path | None:
-    """The file of a ``sqlite:///`` URL (None for other databases and in-memory SQLite)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+_SQLITE_URL = re.compile(r"^sqlite(\+\w+)?:///(?P<path>[^?]*)(\?.*)?$")
 
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return None  # opening the store says what is wrong with the URL
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///`` URL (None for other databases and in-memory SQLite).
+
+    Read by hand as SQLAlchemy's URL rules have it (``sqlite:///relative``,
+    ``sqlite:////absolute``, an optional driver and query), so that finding the
+    store does not import SQLAlchemy.
+    """
+    match = _SQLITE_URL.match(url)
+    if match is None:
+        return None  # another database, or a URL opening the store will explain
+    path = match.group("path")
+    if path in ("", ":memory:"):
         return None
-    return Path(parsed.database).expanduser()
+    return Path(path).expanduser()
+
+
+def current_sqlite_reader(settings: Settings, path: Path) -> SqliteReader | None:
+    """A standard-library reader of the SQLite store at ``path`` if its schema is current.
+
+    None when the file is not a store of the current schema (or not a database at
+    all): the caller then opens it the full way, which migrates it or says what
+    is wrong in the usual sentences. The data dir and the file are made private
+    as opening the store would.
+    """
+    import sqlite3
+
+    from mailroom.store.files import private_dir, private_file
+    from mailroom.store.reader import SqliteReader
+
+    if not path.is_file():
+        raise no_store(settings, path)
+    private_dir(settings.data_dir)
+    private_file(path)
+    try:
+        reader = SqliteReader(path)
+    except sqlite3.Error:
+        return None
+    try:
+        rows = reader.rows("SELECT version_num FROM alembic_version")
+    except sqlite3.Error:
+        rows = []
+    if rows and str(rows[0][0]) == head_revision():
+        return reader
+    reader.close()
+    return None
 
 
 def no_store(settings: Settings, path: Path | None) -> StoreError:
@@ -127,11 +200,11 @@ def head_revision() -> str | None:
 
     None when the files do not name exactly one head: the caller then lets Alembic decide.
     """
-    from importlib.resources import files
+    from mailroom.store import migrations
 
     revisions: set[str] = set()
     parents: set[str] = set()
-    folder = files("mailroom.store.migrations").joinpath("versions")
+    folder = Path(migrations.__file__).parent / "versions"
     for entry in folder.iterdir():
         if not entry.name.endswith(".py") or entry.name.startswith("__"):
             continue

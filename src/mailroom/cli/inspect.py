@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from mailroom.categories.cascade import CATEGORIES
+from mailroom.categories.tabs import CATEGORIES
 from mailroom.cli.context import AppContext, echo_json, format_option, pass_app, plain_errors
-from mailroom.owners import DEFAULT_OWNER, get_user
+from mailroom.config import DEFAULT_OWNER
 from mailroom.reading import (
     MessageFilter,
     count_messages,
@@ -17,6 +17,7 @@ from mailroom.reading import (
     list_messages,
     message_detail,
     search_ids,
+    user_id,
 )
 
 # What `list` shows on a terminal when no --limit is given: a screenful, not the store.
@@ -91,16 +92,16 @@ def list_command(
     """List messages, newest first (unread ones marked *)."""
     if limit is None and on_terminal():
         limit = TERMINAL_LIMIT
-    with app.existing_store.session() as session:
-        user = get_user(session, owner)
-        where = MessageFilter(
-            label_id=label_id(session, user.id, label) if label is not None else None,
-            category=tab,
-            unread=unread,
-            repaired=repaired,
-        )
-        rows = list_messages(session, user.id, limit=limit, where=where)
-        total = count_messages(session, user.id, where) if limit is not None else len(rows)
+    reader = app.reader
+    user = user_id(reader, owner)
+    where = MessageFilter(
+        label_id=label_id(reader, user, label) if label is not None else None,
+        category=tab,
+        unread=unread,
+        repaired=repaired,
+    )
+    rows = list_messages(reader, user, limit=limit, where=where)
+    total = count_messages(reader, user, where) if limit is not None else len(rows)
     if output == "jsonl":
         _print(rows, output)
         return
@@ -121,10 +122,10 @@ def list_command(
 @plain_errors
 def search_command(app: AppContext, query: str, owner: str, output: str, limit: int) -> None:
     """Full-text search over subject, participants and body (all words must occur)."""
-    with app.existing_store.session() as session:
-        user = get_user(session, owner)
-        ids = search_ids(session, user.id, query, limit)
-        rows = list_messages(session, user.id, ids=ids) if ids else []
+    reader = app.reader
+    user = user_id(reader, owner)
+    ids = search_ids(reader, user, query, limit)
+    rows = list_messages(reader, user, ids=ids) if ids else []
     if not rows and output == "table":
         click.echo(f"No message matches {query!r}.")
         return
@@ -187,9 +188,8 @@ def show_text(detail: dict[str, Any]) -> str:
 @plain_errors
 def show_command(app: AppContext, message: int, owner: str, output: str) -> None:
     """Print one message: headers, parse notes and the text body."""
-    with app.existing_store.session() as session:
-        user = get_user(session, owner)
-        detail = message_detail(session, user.id, message)
+    reader = app.reader
+    detail = message_detail(reader, user_id(reader, owner), message)
     if output == "json":
         echo_json(detail)
     else:
@@ -204,6 +204,7 @@ def show_command(app: AppContext, message: int, owner: str, output: str) -> None
 def explain_command(app: AppContext, message: int, owner: str) -> None:
     """Say which inbox tab a message is in and why (recomputed from stored data)."""
     from mailroom.categories.recompute import explain
+    from mailroom.owners import get_user
 
     with app.existing_store.session() as session:
         user = get_user(session, owner)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlalchemy import text
-from sqlalchemy.orm import Session
+# SQLAlchemy is imported where the index is written: the read commands use
+# match_clause only and must not pay for it (store.reader).
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 BODY_LIMIT = 200_000  # characters of body indexed per message; the rest is rarely searched
 _WORD = re.compile(r"\w[\w.@+-]*\w|\w", re.UNICODE)
@@ -30,6 +33,8 @@ class SearchDocument:
 
 def index_documents(session: Session, documents: list[SearchDocument]) -> None:
     """Add (or replace) the search entries of these messages."""
+    from sqlalchemy import text
+
     if not documents:
         return
     dialect = session.get_bind().dialect.name

@@ -1,0 +1,102 @@
+"""Read commands on the embedded store start without SQLAlchemy, and still migrate first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories import make_message
+from tests.helpers import write_maildir
+
+# Runs the CLI, then says on stderr which heavy libraries the process had loaded.
+PROBE = """
+import atexit, sys
+HEAVY = ("sqlalchemy", "pydantic", "pydantic_settings", "alembic", "rich", "mailroom.store.engine")
+atexit.register(lambda: print("LOADED=" + ",".join(m for m in HEAVY if m in sys.modules),
+                              file=sys.stderr))
+from mailroom.cli.main import main
+sys.argv = ["mailroom", *sys.argv[1:]]
+main()
+"""
+
+
+def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MAILROOM_DATA_DIR": str(data_dir)}
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def loaded(done: subprocess.CompletedProcess[str]) -> set[str]:
+    line = next(line for line in done.stderr.splitlines() if line.startswith("LOADED="))
+    return {name for name in line.removeprefix("LOADED=").split(",") if name}
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    messages = {
+        "1": make_message("one@x", subject="Walrus news", body="The walrus swims."),
+        "2": make_message("two@x", subject="Re: Walrus news", in_reply_to="one@x"),
+    }
+    root = write_maildir(tmp_path / "mail", messages)
+    done = run(tmp_path / "data", "import", str(root))
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "data"
+
+
+def test_list_show_search_load_neither_sqlalchemy_nor_pydantic(data_dir: Path) -> None:
+    listed = run(data_dir, "list", "--format", "jsonl")
+    assert listed.returncode == 0, listed.stderr
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [row["subject"] for row in rows] == ["Re: Walrus news", "Walrus news"]
+    assert rows[0]["thread_id"] == rows[1]["thread_id"] and rows[0]["labels"] == ["Inbox"]
+    assert loaded(listed) == set()
+
+    shown = run(data_dir, "show", str(rows[1]["id"]), "--format", "json")
+    assert json.loads(shown.stdout)["text"].strip() == "The walrus swims."
+    assert loaded(shown) == set()
+
+    found = run(data_dir, "search", "walrus", "--format", "jsonl")
+    assert len(found.stdout.splitlines()) == 2
+    assert loaded(found) == set()
+
+    missing = run(data_dir, "show", "999")
+    assert missing.returncode == 1
+    assert "There is no message 999; `mailroom list` shows the ids." in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+    table = run(data_dir, "list")  # the table for people is drawn by rich, loaded for it only
+    assert "Walrus news" in table.stdout and loaded(table) == {"rich"}
+
+
+def test_a_store_behind_the_schema_is_migrated_before_it_is_read(data_dir: Path) -> None:
+    from alembic import command
+
+    from mailroom.store.engine import open_store
+    from mailroom.store.migrate import alembic_config
+
+    store = open_store(f"sqlite:///{data_dir / 'mailroom.sqlite3'}", data_dir)
+    command.downgrade(alembic_config(store), "-1")
+    store.dispose()
+
+    listed = run(data_dir, "list", "--format", "jsonl")
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) == 2
+    assert "alembic" in loaded(listed)  # the full path ran and migrated
+    again = run(data_dir, "list", "--format", "jsonl")
+    assert again.stdout == listed.stdout and loaded(again) == set()
+
+
+def test_no_store_is_the_usual_sentence(tmp_path: Path) -> None:
+    done = run(tmp_path / "empty", "list")
+    assert done.returncode == 1
+    assert "There is no mailroom store in" in done.stderr and "Traceback" not in done.stderr
