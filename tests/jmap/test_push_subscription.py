@@ -295,3 +295,14 @@ def test_encryption_matches_the_rfc_8291_example() -> None:
         "Dll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVB"
         "St2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN"
     )
+
+
+def test_an_expired_subscription_is_deleted(pusher: Jmap, receiver: Receiver) -> None:
+    """At its expires the subscription is gone (the server must not POST after it)."""
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    subscribe(pusher, receiver.url, expires=soon)
+    assert len(core(pusher, "PushSubscription/get", {})[1]["list"]) == 1
+    deadline = time.monotonic() + 10
+    while core(pusher, "PushSubscription/get", {})[1]["list"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert core(pusher, "PushSubscription/get", {})[1]["list"] == []

@@ -11,7 +11,19 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from tests.jmap.conftest import CORE, MAIL, PASSWORD, Jmap, Person, Server, email_id
+from mailroom.jmap.app import JmapConfig
+from mailroom.jmap.dispatcher import Limits
+from mailroom.store.engine import Store
+from tests.jmap.conftest import (
+    CORE,
+    MAIL,
+    PASSWORD,
+    Jmap,
+    Person,
+    Server,
+    email_id,
+    run_server,
+)
 
 WEBSOCKET = "urn:ietf:params:jmap:websocket"
 
@@ -121,3 +133,21 @@ def test_upgrade_needs_credentials_subprotocol_and_own_origin(
         with pytest.raises(InvalidStatus) as refused:
             connect(url, **options)
         assert refused.value.response.status_code == status
+
+
+def test_a_message_over_max_size_request_is_a_limit_error(store: Store, alice: Person) -> None:
+    """A message larger than maxSizeRequest is answered with the `limit` RequestError."""
+    config = JmapConfig(poll_interval=0.05, limits=Limits(max_size_request=2000))
+    serving = run_server(store, jmap=config)
+    small = next(serving)
+    try:
+        with Jmap(small, alice) as client:
+            url = client.session["capabilities"][WEBSOCKET]["url"]
+        with connect(url, subprotocols=["jmap"], additional_headers=basic(alice)) as ws:  # type: ignore[list-item]
+            big = {"@type": "Request", "id": "big", "using": [CORE], "methodCalls": []}
+            error = ask(ws, {**big, "padding": "x" * 3000})
+            assert error["type"] == "urn:ietf:params:jmap:error:limit"
+            assert (error["limit"], error["requestId"]) == ("maxSizeRequest", None)
+            assert ask(ws, big)["requestId"] == "big"
+    finally:
+        next(serving, None)

@@ -121,8 +121,11 @@ class PushDelivery:
     def _load(self) -> tuple[list[Target], dict[int, States]]:
         now = datetime.now(UTC)
         with self.store.session() as session:
-            session.execute(delete(PushSubscription).where(PushSubscription.expires_at <= now))
-            rows = session.scalars(select(PushSubscription).order_by(PushSubscription.id)).all()
+            rows = list(session.scalars(select(PushSubscription).order_by(PushSubscription.id)))
+            expired = [r.id for r in rows if r.expires_at is not None and r.expires_at <= now]
+            if expired:  # deleting only then keeps an idle poll free of writes (SQLite locks)
+                session.execute(delete(PushSubscription).where(PushSubscription.id.in_(expired)))
+                rows = [r for r in rows if r.id not in expired]
             targets = [
                 Target(
                     r.id,
