@@ -106,3 +106,22 @@ def test_destroying_a_draft_deletes_it_at_the_provider(
     assert result["destroyed"] == [created["id"]]
     propagate_pending(store, account, settings=settings)
     assert _drafts_uids(other) == {}
+
+
+def test_replacing_a_draft_leaves_only_the_new_one_in_drafts(
+    store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
+) -> None:
+    """Create the new version and destroy the old in one Email/set, as clients save a draft."""
+    sync_all(store, account, settings)
+    first = jmap.call("Email/set", {"create": {"d": _draft(jmap)}})["created"]["d"]
+    propagate_pending(store, account, settings=settings)
+    newer = {**_draft(jmap), "subject": "Finished thoughts"}
+    result = jmap.call("Email/set", {"create": {"d2": newer}, "destroy": [first["id"]]})
+    assert result["destroyed"] == [first["id"]] and result["created"]["d2"]
+    propagate_pending(store, account, settings=settings)
+    (uid,) = _drafts_uids(other)
+    envelope = other.fetch([uid], [b"BODY.PEEK[HEADER.FIELDS (SUBJECT)]"])[uid]
+    assert b"Finished thoughts" in envelope[b"BODY[HEADER.FIELDS (SUBJECT)]"]
+    count = message_count(store, account)
+    sync_all(store, account, settings)
+    assert message_count(store, account) == count
