@@ -109,6 +109,10 @@ def _client(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
+# An upload refused before its body was read closes the connection: the unread
+# body must not be taken for the next request.
+_UNREAD_BODY = {"Connection": "close"}
+
 # Bytes per database read of a streamed raw-message download.
 DOWNLOAD_CHUNK = 256 * 1024
 
@@ -271,13 +275,14 @@ class JmapServer:
             return principal
         account = request.path_params["accountId"]
         if ids.parse_account(account) != principal.user_id:
-            return Problem("about:blank", 404, "There is no such account.").response()
+            missing = Problem("about:blank", 404, "There is no such account.")
+            return missing.response(headers=_UNREAD_BODY)
         user = principal.user_id
         limits = self.config.limits
         try:
             self._uploads.take(user)
         except Problem as problem:
-            return problem.response()
+            return problem.response(headers=_UNREAD_BODY)
         try:
             data = await read_limited(
                 request.stream(),
@@ -288,7 +293,7 @@ class JmapServer:
             media_type = upload_media_type(request.headers.get("content-type"))
             stored = await run_in_threadpool(store_upload, self.store, user, data, media_type)
         except Problem as problem:
-            return problem.response(headers={"Connection": "close"})
+            return problem.response(headers=_UNREAD_BODY)
         except ClientDisconnect:
             log.info("JMAP client %s left before sending its whole upload", _peer(request))
             return Response(status_code=499)
