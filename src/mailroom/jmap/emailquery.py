@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     ColumnElement,
     String,
     and_,
@@ -124,6 +125,11 @@ def like_pattern(value: str) -> str:
     """A LIKE pattern (escape character ``\\``) matching ``value`` anywhere, lower-cased."""
     escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def sql_condition(sql: str, params: dict[str, str]) -> ColumnElement[bool]:
+    """A condition written in SQL, parenthesised and typed, so NOT, AND and OR take it."""
+    return type_coerce(text(f"({sql})").bindparams(**params), Boolean)
 
 
 def _verbatim_in_json(value: str) -> bool:
@@ -232,7 +238,7 @@ class EmailFilter:
         if clause is None:
             return true()
         sql, params = clause
-        return text(sql).bindparams(**params)  # type: ignore[return-value]
+        return sql_condition(sql, params)
 
     def _patterns(self, value: object, name: str) -> list[str]:
         """One LIKE pattern per token of a text condition (all must match)."""
@@ -301,7 +307,7 @@ class EmailFilter:
             f"WHERE b.message_id = messages.id {''.join(' AND ' + q for q in quick)} "
             f"AND EXISTS (SELECT 1 FROM {rows} WHERE {' AND '.join(tests)}))"
         )
-        return text(sql).bindparams(**params)  # type: ignore[return-value]
+        return sql_condition(sql, params)
 
     def _mailbox_id(self, value: object, name: str) -> int:
         if not isinstance(value, str):
