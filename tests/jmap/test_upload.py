@@ -8,14 +8,18 @@ import socket
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from mailroom.config import Settings
 from mailroom.jmap.app import JmapConfig
 from mailroom.jmap.dispatcher import Limits
 from mailroom.jmap.uploads import prune_uploads
+from mailroom.jobs.queues import make_queues
+from mailroom.jobs.tasks import Jobs
 from mailroom.store.engine import Store
 from mailroom.store.models.base import utcnow
 from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, run_server
@@ -200,3 +204,14 @@ def test_prune_deletes_expired_uploads_only(store: Store, client: Jmap) -> None:
     assert prune_uploads(store, utcnow() + timedelta(hours=25)) == 1
     assert download(client, blob_id).status_code == 404
     assert download(client, raw_id).status_code == 200
+
+
+def test_the_jobs_prune_task_deletes_expired_uploads(
+    store: Store, client: Jmap, tmp_path: Path
+) -> None:
+    """The hourly jobs task prunes uploads whose lifetime is over at the jobs' clock."""
+    blob_id = upload(client, b"left behind").json()["blobId"]
+    settings = Settings(data_dir=tmp_path)
+    later = Jobs(store, make_queues(settings), settings, now=lambda: utcnow() + timedelta(days=2))
+    assert later.run_prune_uploads() == 1
+    assert download(client, blob_id).status_code == 404

@@ -119,6 +119,7 @@ class Runtime:
                 Duty("wake snoozed threads", 60, lambda: self.jobs.wake_snoozed()),
                 Duty("retry propagation", propagation_sweep, self._propagate_due),
                 Duty("prune the change log", 3600, lambda: self.jobs.prune_changelog()),
+                Duty("prune expired uploads", 3600, lambda: self.jobs.prune_uploads()),
             ]
         )
         self._consumers: list[ThreadConsumer] = []

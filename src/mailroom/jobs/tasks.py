@@ -94,6 +94,9 @@ class Jobs:
         self.prune_changelog: TaskWrapper = queues["ingest"].task(name="prune_changelog")(
             self.run_prune_changelog
         )
+        self.prune_uploads: TaskWrapper = queues["ingest"].task(name="prune_uploads")(
+            self.run_prune_uploads
+        )
         self.follow_up: dict[str, TaskWrapper] = {
             name: queues[name].task(name="follow_up", retries=2, retry_delay=60)(self.run_follow_up)
             for name in (LIVE, RECENT_QUEUE, BACKLOG)
@@ -287,6 +290,12 @@ class Jobs:
 
         days = self.settings.changelog_retention_days if self.settings else 30
         return prune_changes(self.store, self.now() - timedelta(days=days))
+
+    def run_prune_uploads(self) -> int:
+        """Delete expired JMAP uploads and the bytes nothing uses any more; how many uploads."""
+        from mailroom.jmap.uploads import prune_uploads
+
+        return prune_uploads(self.store, self.now())
 
     def run_follow_up(self, message_ids: list[int]) -> None:
         """Run the registered enrichers on a batch of messages."""
