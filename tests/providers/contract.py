@@ -427,3 +427,22 @@ class ProviderContract:
         again = harness.propagate()
         assert again.failed == 0 and again.retried == 0
         assert harness.provider_folders() == before
+
+    def test_a_fetch_before_the_propagation_keeps_the_new_name(self, harness: Harness) -> None:
+        """A fetch that still sees the old folder neither revives its name nor loses the label."""
+        harness.require("folders")
+        harness.fetch()
+        harness.change_label(lambda life: life.create("Before"))
+        harness.change_label(lambda life: life.create("Doomed"))
+        harness.propagate()
+        (label,), (doomed,) = harness.labels("Before"), harness.labels("Doomed")
+        harness.change_label(lambda life: life.update(label, name="After"))
+        harness.change_label(lambda life: life.destroy(doomed))
+        harness.fetch()  # the provider still has "Before" and "Doomed"
+        assert harness.labels("Before") == [] and harness.labels("After") == [label]
+        assert harness.labels("Doomed") == []
+        assert harness.propagate().failed == 0
+        folders = harness.provider_folders()
+        assert "After" in folders and not {"Before", "Doomed"} & folders
+        harness.fetch()
+        assert harness.labels("After") == [label] and harness.labels("Doomed") == []

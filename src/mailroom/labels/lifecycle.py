@@ -61,11 +61,42 @@ from mailroom.providers.base import (
 from mailroom.store import changelog
 from mailroom.store.models import Account, Folder, Label, MessageLabel, PendingChange
 
-__all__ = ["KEEP", "MAX_NAME_OCTETS", "Keep", "LabelLifecycle", "LabelRefused"]
+__all__ = ["KEEP", "MAX_NAME_OCTETS", "Keep", "LabelLifecycle", "LabelRefused", "held_folders"]
 
 MAX_NAME_OCTETS = 500
 
 Reason = Literal["invalid", "forbidden", "not_found", "has_children", "has_messages"]
+
+
+def held_folders(session: Session, account_id: int) -> set[int]:
+    """The account's folders whose label was renamed, moved or destroyed, not yet carried.
+
+    Until the provider has the change, its folder still shows the old name (or
+    still exists): a sync must leave such a folder's label alone, or it would
+    bring the old name back as a new label ("pending local changes win").
+    """
+    labels: set[int] = set()
+    folders: set[int] = set()
+    for operation, payload in session.execute(
+        select(PendingChange.operation, PendingChange.payload).where(
+            PendingChange.account_id == account_id,
+            PendingChange.state == "pending",
+            PendingChange.message_id.is_(None),
+            PendingChange.operation.in_((RENAME_FOLDER, DELETE_FOLDER)),
+        )
+    ):
+        value = (payload or {}).get("folder" if operation == DELETE_FOLDER else "label")
+        if isinstance(value, int):
+            (folders if operation == DELETE_FOLDER else labels).add(value)
+    if labels:
+        folders.update(
+            session.scalars(
+                select(Folder.id).where(
+                    Folder.account_id == account_id, Folder.label_id.in_(labels)
+                )
+            )
+        )
+    return folders
 
 
 class LabelRefused(Exception):

@@ -16,6 +16,9 @@ its label chain) before a message tries to resolve into it.
   id, marks and locations and moves to the label of its new name. Otherwise a
   vanished folder was **deleted**: its locations go (its messages are judged at
   the end of the sync — they may live on elsewhere) and so does its row.
+* A folder whose label was renamed, moved or destroyed in mailroom keeps its
+  label until that change reached the server (``labels.lifecycle.held_folders``):
+  the old name it still has must not come back as a new label.
 * Each label is bound (``LabelBinding``) to one folder of the account: the
   special-use folder if there is one, else the shortest path. Labels a rename or
   delete left unused (no folder, binding, message or child, no system role) are
@@ -39,6 +42,7 @@ from mailroom.ingest.mirror import (
     located_under,
     remove_locations,
 )
+from mailroom.labels.lifecycle import held_folders
 from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
 from mailroom.providers.imap.connection import ImapConnection, ListedFolder
 from mailroom.store.bulk import insert_or_get
@@ -221,6 +225,7 @@ def discover(
     gone = [f for path, f in existing.items() if path not in listed]
     new = [lf for name, lf in listed.items() if name not in existing]
     stale_labels: set[int] = set()
+    held = held_folders(session, scope.account_id)
 
     # Renames: a vanished folder and a new one with the same UIDVALIDITY.
     if gone and new:
@@ -291,6 +296,8 @@ def discover(
             if not lf.selectable:
                 state["import_floor_uid"] = 1
             folder.state = state
+        if folder.id in held:
+            continue  # its label's rename or destroy is on its way to the server
         label_id = _label_for(session, scope.user_id, folder.path, folder.delimiter, special)
         if folder.label_id != label_id:
             if folder.label_id is not None:
