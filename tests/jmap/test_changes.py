@@ -82,7 +82,7 @@ def test_jmap_changes_reach_a_second_client(client: Jmap, second: Jmap, alice: P
             "destroy": [other],
         },
     )
-    assert result["updated"] == {hello: None, reply: None} and result["destroyed"] == [other]
+    assert set(result["updated"]) == {hello, reply} and result["destroyed"] == [other]
     followed = {t: follow(second, t, before[t]) for t in TYPES}
     assert followed["Email"]["updated"] == {hello, reply}
     assert followed["Email"]["destroyed"] == {other}
@@ -242,3 +242,112 @@ def test_deleting_labels_logs_destroyed_mailboxes(
         session.execute(delete(User).where(User.id == lonely_id))
     with store.session() as session:
         assert session.scalar(select(Change.seq).where(Change.user_id == lonely_id)) is None
+
+
+def _pages(client: Jmap, type_: str, since: str, max_changes: int) -> list[dict[str, Any]]:
+    """Every page of /changes from ``since`` with this maxChanges."""
+    pages: list[dict[str, Any]] = []
+    state = since
+    while True:
+        page = client.call(f"{type_}/changes", {"sinceState": state, "maxChanges": max_changes})
+        assert "error" not in page, page
+        pages.append(page)
+        state = page["newState"]
+        if not page["hasMoreChanges"]:
+            return pages
+
+
+def test_new_mail_in_a_new_thread_is_created_not_updated(
+    store: Store, client: Jmap, alice: Person
+) -> None:
+    """A new email and its new thread are in `created` only, even after later updates."""
+    before = states(client)
+    account = (alice.user_id, alice.account_id, alice.inbox)
+    (new_id,) = ingest(
+        store, account, [("solo", make_message("solo@x", subject="Alone here", minutes=50))]
+    ).created_ids
+    new_email = email_id(new_id)
+    client.call("Email/set", {"update": {new_email: {"keywords/$seen": True}}})
+    thread = client.call("Email/get", {"ids": [new_email], "properties": ["threadId"]})["list"][0][
+        "threadId"
+    ]
+    email = follow(client, "Email", before["Email"])
+    assert email["created"] == {new_email} and email["updated"] == set()
+    threads = follow(client, "Thread", before["Thread"])
+    assert threads["created"] == {thread} and thread not in threads["updated"]
+    middle = client.state("Thread")
+    client.call("Email/set", {"update": {new_email: {"keywords/$flagged": True}}})
+    later = follow(client, "Thread", middle)
+    assert later["updated"] == {thread} and later["created"] == set()
+
+
+def test_created_then_destroyed_is_never_reported_created(
+    store: Store, client: Jmap, alice: Person
+) -> None:
+    """An email (and its thread) made and deleted since the state is neither created nor updated."""
+    before = states(client)
+    account = (alice.user_id, alice.account_id, alice.inbox)
+    (new_id,) = ingest(
+        store, account, [("gone", make_message("gone@x", subject="Short life", minutes=60))]
+    ).created_ids
+    thread = client.call("Email/get", {"ids": [email_id(new_id)], "properties": ["threadId"]})[
+        "list"
+    ][0]["threadId"]
+    assert client.call("Email/set", {"destroy": [email_id(new_id)]})["destroyed"] == [
+        email_id(new_id)
+    ]
+    for type_, gone in (("Email", email_id(new_id)), ("Thread", thread)):
+        whole = follow(client, type_, before[type_])
+        assert gone not in whole["created"] | whole["updated"] | whole["destroyed"], type_
+        # Pages are windows of their own: seen created in one, it is destroyed in a later one.
+        pages = _pages(client, type_, before[type_], 1)
+        kinds = [k for p in pages for k in ("created", "updated", "destroyed") if gone in p[k]]
+        assert kinds in ([], ["destroyed"], ["created", "destroyed"]), (type_, kinds)
+    assert_caught_up(client, {t: follow(client, t, before[t]) for t in TYPES})
+
+
+def test_paging_keeps_created_apart_from_updated(store: Store, client: Jmap, alice: Person) -> None:
+    """With maxChanges each page obeys the rules and the pages add up to one big answer."""
+    before = states(client)
+    account = (alice.user_id, alice.account_id, alice.inbox)
+    raws = [(f"p{i}", make_message(f"p{i}@x", subject=f"Page {i}", minutes=70 + i)) for i in (1, 2)]
+    created = {email_id(m) for m in ingest(store, account, raws).created_ids}
+    for target in sorted(created):
+        client.call("Email/set", {"update": {target: {"keywords/$seen": True}}})
+    hello = email_id(alice.messages["hello"])
+    client.call("Email/set", {"update": {hello: {"keywords/$seen": True}}})
+    whole = follow(client, "Email", before["Email"])
+    assert whole["created"] == created and whole["updated"] == {hello}
+    for max_changes in (1, 2, 3):
+        pages = _pages(client, "Email", before["Email"], max_changes)
+        seen_created: set[str] = set()
+        for page in pages:
+            ids = page["created"] + page["updated"] + page["destroyed"]
+            assert len(ids) == len(set(ids)) <= max_changes
+            assert not set(page["created"]) & seen_created
+            seen_created |= set(page["created"])
+            assert int(page["newState"]) > int(page["oldState"])
+        assert seen_created == created
+        assert [p["hasMoreChanges"] for p in pages][-1] is False
+        assert all(p["hasMoreChanges"] for p in pages[:-1])
+        assert pages[-1]["newState"] == whole["state"] == client.state("Email")
+    for type_ in TYPES:
+        assert follow(client, type_, before[type_], 1)["state"] == client.state(type_)
+
+
+def test_a_new_mailbox_with_mail_filed_into_it_is_only_created(
+    store: Store, client: Jmap, alice: Person
+) -> None:
+    """A label made and then given an email since the state is `created`, not also `updated`."""
+    before = client.state("Mailbox")
+    with store.session() as session:
+        label_id = resolve_path(session, alice.user_id, ["Fresh"]).id
+    hello = email_id(alice.messages["hello"])
+    done = client.call("Email/set", {"update": {hello: {f"mailboxIds/L{label_id}": True}}})
+    assert set(done["updated"]) == {hello}, done
+    followed = follow(client, "Mailbox", before)
+    assert f"L{label_id}" in followed["created"]
+    assert f"L{label_id}" not in followed["updated"] | followed["destroyed"]
+    assert f"L{alice.inbox}" in followed["updated"]
+    for page in _pages(client, "Mailbox", before, 3):
+        assert f"L{label_id}" not in page["updated"]

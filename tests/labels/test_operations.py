@@ -78,9 +78,10 @@ def test_archive_removes_inbox_keeps_a_location_and_logs(store: Store) -> None:
     with store.session() as session:
         before = int(changelog.current_state(session, user, "Email"))
         boxes_before = int(changelog.current_state(session, user, "Mailbox"))
+        threads_before = int(changelog.current_state(session, user, "Thread"))
         changed = Operations(session, user).archive(ids)
         log = changelog.changes_since(session, user, "Email", before)
-        threads = changelog.changes_since(session, user, "Thread", 0)
+        threads = changelog.changes_since(session, user, "Thread", threads_before)
         boxes = changelog.changes_since(session, user, "Mailbox", boxes_before)
     assert changed == ids
     assert _roles(store, ids[0]) == {"archive"}

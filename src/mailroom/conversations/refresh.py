@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from mailroom.store.chunks import in_chunks
+from mailroom.store.models import Thread
 
 _NEWEST_TAB = """(SELECT COALESCE(m.rule_category, m.category) FROM messages m
                   WHERE m.thread_id = threads.id
@@ -41,6 +42,23 @@ _CHANGED_TABS = f"""
     SELECT threads.id, threads.category, {_NEWEST_TAB} AS tab FROM threads
     WHERE threads.id IN ({{ids}}) AND NOT threads.category_pinned
 """
+
+
+def never_refreshed(session: Session, thread_ids: Sequence[int]) -> set[int]:
+    """The threads among these that were never refreshed: made since the last batch.
+
+    Every thread that receives a message is refreshed at the end of that batch
+    (its ``last_message_at`` is then set), so before the refresh a thread
+    without one was created by this batch (or emptied and is being reused).
+    """
+    found: set[int] = set()
+    for chunk in in_chunks(sorted(set(thread_ids))):
+        found.update(
+            session.scalars(
+                select(Thread.id).where(Thread.id.in_(chunk), Thread.last_message_at.is_(None))
+            )
+        )
+    return found
 
 
 def refresh_threads(session: Session, thread_ids: Sequence[int]) -> None:

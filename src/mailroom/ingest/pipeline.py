@@ -329,16 +329,20 @@ class FlushStage:
 
 
 class ThreadChangesStage:
-    """Refresh derived thread fields and record one "updated" per touched thread."""
+    """Refresh derived thread fields; log each touched thread "created" if new, else "updated"."""
 
     name = "thread_changes"
 
     def run(self, batch: Batch) -> None:
-        from mailroom.conversations.refresh import refresh_threads
+        from mailroom.conversations.refresh import never_refreshed, refresh_threads
 
         touched = sorted(batch.touched_threads)
+        new = never_refreshed(batch.session, touched)
         refresh_threads(batch.session, touched)
-        changelog.record(batch.session, batch.user_id, "Thread", touched, "updated")
+        session, user_id = batch.session, batch.user_id
+        old = [t for t in touched if t not in new]
+        changelog.record(session, user_id, "Thread", [t for t in touched if t in new], "created")
+        changelog.record(session, user_id, "Thread", old, "updated")
 
 
 PIPELINE: list[Stage] = [

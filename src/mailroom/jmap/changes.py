@@ -118,7 +118,11 @@ def email_changes(session: Session, user_id: int, since: int, max_changes: int |
 def thread_changes(
     session: Session, user_id: int, since: int, max_changes: int | None
 ) -> ChangeSet:
-    """``Thread/changes``; an "updated" thread that is gone or empty is reported destroyed."""
+    """``Thread/changes``; a thread now gone or empty is destroyed (or, if new, left out).
+
+    A merge logs the dissolved thread ``destroyed``; a thread emptied by
+    deletes keeps its row, so emptiness is read here.
+    """
     folded = changelog.changes_since(session, user_id, "Thread", since, max_changes)
     candidates = folded.updated + folded.created
     alive = set()
@@ -138,7 +142,7 @@ def thread_changes(
         folded.has_more,
         [t for t in folded.created if t in alive],
         [t for t in folded.updated if t in alive],
-        folded.destroyed + [t for t in candidates if t not in alive],
+        folded.destroyed + [t for t in folded.updated if t not in alive],
     )
 
 
@@ -184,14 +188,22 @@ def mailbox_changes(
             Change.user_id == user_id, Change.type.in_(("Mailbox", "Email")), Change.seq > since
         )
     )
-    first: dict[int, str] = {}
+    # A mailbox created in the window did not exist for the client before
+    # its created row: email changes before that row say nothing about it.
+    born = {
+        mailbox: seq
+        for seq, batch in events.items()
+        for kind, mailbox in batch
+        if kind == "created"
+    }
+    created: set[int] = set()
     last: dict[int, str] = {}
     new_state = since
     has_more = False
     for seq in sorted(events):
-        batch = events[seq]
+        batch = [(kind, mailbox) for kind, mailbox in events[seq] if born.get(mailbox, 0) <= seq]
         if max_changes is not None:
-            ids = set(first) | {mailbox for _, mailbox in batch}
+            ids = set(last) | {mailbox for _, mailbox in batch}
             if len(ids) > max_changes:
                 if new_state == since:
                     raise MethodError(
@@ -201,12 +213,13 @@ def mailbox_changes(
                 has_more = True
                 break
         for kind, mailbox in batch:
-            first.setdefault(mailbox, kind)
+            if kind == "created":
+                created.add(mailbox)
             last[mailbox] = kind
         new_state = seq
     if not has_more and last_seq is not None:
         new_state = max(new_state, last_seq)
-    return changelog.fold(since, new_state, has_more, first, last)
+    return changelog.fold(since, new_state, has_more, created, last)
 
 
 def query_changes(session: Session, user_id: int, since: int) -> tuple[set[int], set[int]]:

@@ -31,7 +31,7 @@ _USER_LOCK = text("SELECT pg_advisory_xact_lock(:space, :user)")
 def record(
     session: Session, user_id: int, type_: str, object_ids: Iterable[int], kind: str
 ) -> None:
-    """Append one change row per object id (type: Email, Thread, Mailbox)."""
+    """Append one change row per object id (a type of :data:`CHANGE_TYPES`)."""
     if type_ not in CHANGE_TYPES or kind not in CHANGE_KINDS:
         raise ValueError(f"unknown change {type_}/{kind}")
     rows = [
@@ -67,10 +67,11 @@ class ChangeSet:
 def changes_since(
     session: Session, user_id: int, type_: str, since: int, max_changes: int | None = None
 ) -> ChangeSet:
-    """Fold the rows after ``since`` into created/updated/destroyed per RFC 8620 /changes.
+    """Fold the rows after ``since`` into created/updated/destroyed per RFC 8620 §5.2.
 
-    An object created and destroyed inside the window is reported nowhere; one
-    created and then updated is reported as created only.
+    With ``max_changes`` only that many rows are read (so at most that many
+    ids come back), and ``new_state`` is the last row read: the next page
+    starts there, under the same rules (see :func:`fold`).
     """
     query = (
         select(Change.seq, Change.object_id, Change.kind)
@@ -83,29 +84,36 @@ def changes_since(
     has_more = max_changes is not None and len(rows) > max_changes
     if has_more:
         rows = rows[:max_changes]
-    first_kind: dict[int, str] = {}
+    created: set[int] = set()
     last_kind: dict[int, str] = {}
     for _seq, object_id, kind in rows:
-        first_kind.setdefault(object_id, kind)
+        if kind == "created":
+            created.add(object_id)
         last_kind[object_id] = kind
-    return fold(since, rows[-1].seq if rows else since, has_more, first_kind, last_kind)
+    return fold(since, rows[-1].seq if rows else since, has_more, created, last_kind)
 
 
 def fold(
     since: int,
     new_state: int,
     has_more: bool,
-    first_kind: dict[int, str],
+    created: set[int],
     last_kind: dict[int, str],
 ) -> ChangeSet:
-    """The change set from each object's first and last kind of change in the window."""
+    """The change set from the objects created in the window and each one's last change.
+
+    RFC 8620 §5.2: an object created in the window is in ``created`` only,
+    however often it changed afterwards; one created and destroyed in the
+    window is left out (the client never saw it); one whose last change is a
+    destroy is in ``destroyed``; any other is ``updated``. ``last_kind``
+    holds every object of the window, in the order of their first change.
+    """
     result = ChangeSet(since, new_state, has_more)
-    for object_id, first in first_kind.items():
-        last = last_kind[object_id]
+    for object_id, last in last_kind.items():
         if last == "destroyed":
-            if first != "created":
+            if object_id not in created:
                 result.destroyed.append(object_id)
-        elif first == "created":
+        elif object_id in created:
             result.created.append(object_id)
         else:
             result.updated.append(object_id)
