@@ -20,8 +20,6 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,6 +28,7 @@ from sqlalchemy import delete, exists, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.jmap.errors import LIMIT, Problem
+from mailroom.jmap.request_slots import UserSlots
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, JmapUpload, Message
@@ -104,32 +103,20 @@ async def read_limited(
     return b"".join(parts)
 
 
-class UploadSlots:
-    """At most ``limit`` uploads of one user in progress at once."""
+def _too_many_uploads(most: int) -> Problem:
+    return Problem(
+        LIMIT,
+        429,
+        f"More than maxConcurrentUpload ({most}) uploads at once.",
+        limit="maxConcurrentUpload",
+    )
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._running: Counter[int] = Counter()
-        self._lock = threading.Lock()
 
-    def take(self, user_id: int) -> None:
-        """Occupy a slot, or raise the ``maxConcurrentUpload`` problem (429)."""
-        with self._lock:
-            if self._running[user_id] >= self.limit:
-                raise Problem(
-                    LIMIT,
-                    429,
-                    f"More than maxConcurrentUpload ({self.limit}) uploads at once.",
-                    limit="maxConcurrentUpload",
-                )
-            self._running[user_id] += 1
+class UploadSlots(UserSlots):
+    """Uploads in progress per user, at most ``maxConcurrentUpload`` (429 beyond)."""
 
-    def give_back(self, user_id: int) -> None:
-        """Free the slot taken by :meth:`take`."""
-        with self._lock:
-            self._running[user_id] -= 1
-            if self._running[user_id] <= 0:
-                del self._running[user_id]
+    def __init__(self, per_user: int) -> None:
+        super().__init__(per_user, _too_many_uploads)
 
 
 def store_blob(session: Session, data: bytes) -> str:
