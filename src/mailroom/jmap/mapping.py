@@ -5,7 +5,7 @@ mailroom role    JMAP mailbox role  keyword
 ================ ================== =========================================
 inbox            inbox
 sent             sent
-drafts           drafts             ``$draft`` (read-only: in Drafts)
+drafts           drafts
 archive          archive
 spam             junk
 trash            trash
@@ -14,9 +14,8 @@ starred          flagged            ``$flagged`` (the Starred label)
 (seen_at)                           ``$seen``
 ================ ================== =========================================
 
-Only ``$seen`` and ``$flagged`` can be set; other keywords have no place in
-the store yet and are refused with ``invalidProperties`` rather than
-silently dropped.
+Every other keyword (``$draft`` included: it is independent of the Drafts
+mailbox) is a ``message_keywords`` row; see :mod:`mailroom.labels.keywords`.
 """
 
 from __future__ import annotations
@@ -49,8 +48,6 @@ SORT_ORDER = {
     "trash": 8,
 }
 USER_LABEL_SORT_ORDER = 100
-
-SETTABLE_KEYWORDS = frozenset({"$seen", "$flagged"})
 
 
 def role_labels(session: Session, user_id: int) -> dict[str, int]:

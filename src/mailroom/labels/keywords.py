@@ -15,16 +15,15 @@ as IMAP's ``\\Draft`` flag is independent of the Drafts folder: a message can
 sit in Drafts without it and carry it elsewhere. Writing keywords (with the
 change log and the pending change) is the operations service's
 (:meth:`mailroom.labels.operations.Operations.set_keywords`); this module only
-validates, reads and builds the SQL condition.
+validates and reads.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
-from sqlalchemy import ColumnElement, exists, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.store.chunks import in_chunks
@@ -34,7 +33,6 @@ __all__ = [
     "FLAGGED",
     "MAX_KEYWORD_LENGTH",
     "SEEN",
-    "has_stored_keyword",
     "parse_keyword",
     "stored_keywords",
 ]
@@ -65,10 +63,3 @@ def stored_keywords(session: Session, message_ids: Iterable[int]) -> dict[int, s
         ):
             found[message_id].add(keyword)
     return found
-
-
-def has_stored_keyword(message_id: Any, keyword: str) -> ColumnElement[bool]:
-    """SQL: the message (its id column) carries this stored keyword (lower-case)."""
-    return exists().where(
-        MessageKeyword.message_id == message_id, MessageKeyword.keyword == keyword
-    )

@@ -13,7 +13,10 @@ attempts, backoff and the states are the consumer's.
 What the server should hold for a message:
 
 * flags: ``\\Seen`` iff ``seen_at`` is set; ``\\Flagged`` iff it carries Starred (on
-  every copy);
+  every copy); and for each keyword a pending change names (``\\Answered``,
+  ``\\Draft``, ``$Forwarded``, ``$Junk``, custom ones; see the IMAP ``mirror``
+  module) the flag iff the keyword is stored — unless the folder's PERMANENTFLAGS
+  allow neither ``\\*`` nor that flag: then the keyword stays local (a log line);
 * the folders it lives in. Labels are database-only unless a *location* label goes
   away (SPEC §6), with the moves the operations mean:
 
@@ -53,16 +56,18 @@ from sqlalchemy.orm import Session
 from mailroom.config import Settings
 from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for
 from mailroom.labels import propagation
+from mailroom.labels.keywords import stored_keywords
 from mailroom.labels.propagation import recent_label
 from mailroom.labels.resolver import system_label
 from mailroom.providers.base import MessageChanges, Outcome
+from mailroom.providers.imap.append import append_unplaced
 from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, folder_role, syncable
 from mailroom.providers.imap.fetcher import fetch_envelopes
 from mailroom.providers.imap.folder_ops import propagate_folder_change
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
-from mailroom.providers.imap.mirror import FLAGGED, SEEN
+from mailroom.providers.imap.mirror import flag_of
 from mailroom.store.engine import Store
 from mailroom.store.models import (
     Folder,
@@ -166,7 +171,10 @@ class ImapPropagator:
                     if changes.folder_label is not None:
                         outcome = propagate_folder_change(conn, self.store, account_id, changes)
                     elif changes.message_id is not None:
-                        outcome = _propagate_message(
+                        # A message created in mailroom is appended first (imap.append).
+                        outcome = append_unplaced(
+                            conn, self.store, scope, changes
+                        ) or _propagate_message(
                             conn, self.store, scope, layout, changes, self.stats
                         )
                     else:
@@ -283,6 +291,26 @@ def _ensure_archive(
     return layout.folder_for_role("archive")
 
 
+def _keyword_flags(
+    conn: ImapConnection, path: str, keywords: set[str], named: set[str]
+) -> dict[str, bool]:
+    """IMAP flag → wanted, for the keywords the pending changes named (from the stored rows).
+
+    Only named keywords are touched (a keyword another client set and no sync has
+    read yet is left alone). One the selected folder cannot store for good
+    (PERMANENTFLAGS without it or ``\\*``) is not set: it stays local, with a log line.
+    """
+    status = conn.selected_status
+    wanted: dict[str, bool] = {}
+    for keyword in sorted(named):
+        flag = flag_of(keyword)
+        if keyword in keywords and status is not None and not status.can_store(flag):
+            log.info("The keyword %s stays local: %r cannot store the flag %s", keyword, path, flag)
+            continue
+        wanted[flag] = keyword in keywords
+    return wanted
+
+
 def _propagate_message(
     conn: ImapConnection,
     store: Store,
@@ -311,8 +339,10 @@ def _propagate_message(
             and loc.uid is not None
             and loc.uidvalidity == layout.folders[loc.folder_id].uidvalidity
         ]
+        keywords = stored_keywords(session, [message_id]).get(message_id, set())
     if row is None:  # deleted meanwhile: its delete is a change of its own
         return Outcome.done(pending)
+    named = {str(k) for e in pending.entries for k in e.payload.get("keywords") or {}}
     want_seen = row.seen_at is not None
     want_flagged = scope.starred_label in labels
 
@@ -327,16 +357,10 @@ def _propagate_message(
                 session.execute(delete(MessageLocation).where(MessageLocation.id == loc_id))
             continue
         present.append((loc_id, folder_id, uid))
-        add = [
-            f
-            for f, want, key in ((r"\Seen", want_seen, SEEN), (r"\Flagged", want_flagged, FLAGGED))
-            if want and key not in env.flags
-        ]
-        remove = [
-            f
-            for f, want, key in ((r"\Seen", want_seen, SEEN), (r"\Flagged", want_flagged, FLAGGED))
-            if not want and key in env.flags
-        ]
+        wanted = {r"\Seen": want_seen, r"\Flagged": want_flagged}
+        wanted.update(_keyword_flags(conn, layout.folders[folder_id].path, keywords, named))
+        add = [f for f, want in wanted.items() if want and f.lower() not in env.flags]
+        remove = [f for f, want in wanted.items() if not want and f.lower() in env.flags]
         if add or remove:
             conn.set_flags([uid], add, remove)
             result.flagged += 1
