@@ -14,6 +14,8 @@ from websockets.sync.client import ClientConnection, connect
 from mailroom.jmap.app import JmapConfig
 from mailroom.jmap.dispatcher import Limits
 from mailroom.store.engine import Store
+from tests.factories import make_message
+from tests.helpers import ingest
 from tests.jmap.conftest import (
     CORE,
     MAIL,
@@ -151,3 +153,30 @@ def test_a_message_over_max_size_request_is_a_limit_error(store: Store, alice: P
             assert ask(ws, big)["requestId"] == "big"
     finally:
         next(serving, None)
+
+
+def test_push_of_vacation_identity_and_email_delivery(
+    socket: ClientConnection, client: Jmap, store: Store, alice: Person
+) -> None:
+    """VacationResponse and Identity changes are pushed; EmailDelivery moves only for new mail."""
+    socket.send(
+        json.dumps(
+            {
+                "@type": "WebSocketPushEnable",
+                "dataTypes": ["VacationResponse", "Identity", "EmailDelivery"],
+            }
+        )
+    )
+    vacation = "urn:ietf:params:jmap:vacationresponse"
+    done = client.call(
+        "VacationResponse/set",
+        {"update": {"singleton": {"isEnabled": True}}},
+        using=[CORE, MAIL, vacation],
+    )
+    change = json.loads(socket.recv(timeout=15))
+    assert change["changed"][alice.jmap_account] == {"VacationResponse": done["newState"]}
+    flagged = email_id(alice.messages["hello"])
+    client.call("Email/set", {"update": {flagged: {"keywords/$flagged": True}}})
+    ingest(store, (alice.user_id, alice.account_id, alice.inbox), [("new", make_message("n@x"))])
+    change = json.loads(socket.recv(timeout=15))
+    assert set(change["changed"][alice.jmap_account]) == {"EmailDelivery"}

@@ -1,9 +1,11 @@
 """Push over EventSource (RFC 8620 §7.3): ``StateChange`` events from the change log.
 
 States live in the database, written in the same transaction as each
-change, so every connection simply polls the user's three states (three
-index look-ups) every ``poll_interval`` seconds and sends one ``state``
-event when any requested type moved. Everything committed in between —
+change, so every connection simply polls the user's push states (index
+look-ups, ``jmap.push_states``: Email, Mailbox, Thread, EmailDelivery,
+Identity, VacationResponse) every ``poll_interval`` seconds and sends one
+``state`` event when any requested type moved. :func:`watch_states` is that
+poll, shared with the WebSocket pushes (``jmap.websocket``). Everything committed in between —
 one JMAP ``/set``, an ingest batch, a merge, or several of them — arrives as
 one coalesced event with the newest states.
 
@@ -39,12 +41,11 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from mailroom.jmap import ids
-from mailroom.jmap.changes import States, current_states
 from mailroom.jmap.errors import LIMIT, Problem
+from mailroom.jmap.push_states import PUSH_TYPES, push_states
 from mailroom.jmap.request_slots import UserSlots
 from mailroom.store.engine import Store
 
-PUSH_TYPES = ("Email", "Mailbox", "Thread")
 MIN_PING, MAX_PING = 1, 3600
 
 
@@ -140,19 +141,19 @@ async def watch_states(
     Ends when ``stopping`` is set.
     """
 
-    def read() -> States:
+    def read() -> dict[str, int]:
         with store.session() as session:
-            return current_states(session, user_id)
+            return push_states(session, user_id)
 
     states = await run_in_threadpool(read)
-    known = {name: states.of(name) for name in types}
+    known = {name: states[name] for name in types}
     yield {name: s for name, s in known.items() if since is not None and s > since}, dict(known)
     while True:
         await asyncio.sleep(poll_interval)
         if stopping is not None and stopping.is_set():
             return
         states = await run_in_threadpool(read)
-        moved = {name: states.of(name) for name in types if states.of(name) != known[name]}
+        moved = {name: states[name] for name in types if states[name] != known[name]}
         known.update(moved)
         yield moved, dict(known)
 

@@ -48,10 +48,9 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 
 from mailroom.jmap import ids
-from mailroom.jmap.changes import States, current_states
 from mailroom.jmap.methods.push_subscription import subscription_id
-from mailroom.jmap.push import PUSH_TYPES
 from mailroom.jmap.push_policy import PushPolicy, UnusableUrl
+from mailroom.jmap.push_states import PUSH_TYPES, push_states
 from mailroom.jmap.webpush import UserAgentKeys, encrypt
 from mailroom.store.engine import Store
 from mailroom.store.models import PushSubscription
@@ -95,7 +94,7 @@ class PushDelivery:
         self.poll_interval = poll_interval
         self.stopping = stopping or threading.Event()
         self._verification_sent: set[int] = set()
-        self._pushed: dict[int, States] = {}
+        self._pushed: dict[int, dict[str, int]] = {}
         self._pending: dict[int, dict[str, int]] = {}
         self._senders: dict[int, asyncio.Task[None]] = {}
         self._client: httpx.AsyncClient | None = None
@@ -118,7 +117,7 @@ class PushDelivery:
                     task.cancel()
                 self._client = None
 
-    def _load(self) -> tuple[list[Target], dict[int, States]]:
+    def _load(self) -> tuple[list[Target], dict[int, dict[str, int]]]:
         now = datetime.now(UTC)
         with self.store.session() as session:
             rows = list(session.scalars(select(PushSubscription).order_by(PushSubscription.id)))
@@ -141,7 +140,7 @@ class PushDelivery:
                 for r in rows
             ]
             users = {t.user_id for t in targets if t.verified}
-            states = {user: current_states(session, user) for user in users}
+            states = {user: push_states(session, user) for user in users}
         return targets, states
 
     async def tick(self) -> None:
@@ -161,7 +160,7 @@ class PushDelivery:
             self._pushed[target.id] = now
             if before is None:
                 continue
-            moved = {t: now.of(t) for t in target.types if now.of(t) != before.of(t)}
+            moved = {t: now[t] for t in target.types if now[t] != before[t]}
             if moved:
                 self._pending.setdefault(target.id, {}).update(moved)
                 sender = self._senders.get(target.id)

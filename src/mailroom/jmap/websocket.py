@@ -39,7 +39,8 @@ from mailroom.jmap.auth import Principal
 from mailroom.jmap.cors import OriginPolicy, normalize_origin
 from mailroom.jmap.dispatcher import Dispatcher, decode_ijson, request_too_large
 from mailroom.jmap.errors import NOT_JSON, NOT_REQUEST, Problem
-from mailroom.jmap.push import PUSH_TYPES, watch_states
+from mailroom.jmap.push import watch_states
+from mailroom.jmap.push_states import PUSH_TYPES
 from mailroom.jmap.request_slots import RequestSlots
 from mailroom.store.engine import Store
 
