@@ -24,9 +24,12 @@ lifecycle's; each refusal names its property.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from mailroom.jmap import ids
@@ -43,6 +46,7 @@ from mailroom.jmap.methods.mailbox import (
 from mailroom.labels.lifecycle import KEEP, LabelLifecycle, LabelRefused
 from mailroom.store.models import Label
 
+T = TypeVar("T")
 SETTABLE = frozenset({"name", "parentId", "role", "sortOrder", "isSubscribed"})
 SET_ERROR_TYPES = {
     "invalid": "invalidProperties",
@@ -168,6 +172,28 @@ class MailboxWriter:
         return None
 
 
+def _attempt(session: Session, change: Callable[[], T]) -> tuple[T | None, dict[str, Any]]:
+    """Run one object's change in a savepoint: its result, or None and the SetError."""
+    try:
+        with session.begin_nested():
+            return change(), {}
+    except _Refused as exc:
+        return None, exc.error
+    except LabelRefused as exc:
+        return None, _from_lifecycle(exc)
+    except IntegrityError:  # a concurrent writer took the name first
+        return None, set_error(
+            "invalidProperties", "A mailbox of that name was just made there.", ["name"]
+        )
+
+
+def _wrapped(
+    update: Callable[[int, object], dict[str, Any] | None], label_id: int, patch: object
+) -> tuple[dict[str, Any] | None]:
+    """An update's result in a tuple, so that None (nothing to report) is a success."""
+    return (update(label_id, patch),)
+
+
 def _known(values: dict[str, Any]) -> None:
     for prop in sorted(values):
         if prop not in SETTABLE and prop not in SERVER_SET:
@@ -239,15 +265,11 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
     created: dict[str, Any] = {}
     not_created: dict[str, Any] = {}
     for key in _creation_order(create):
-        try:
-            with session.begin_nested():
-                label, shown = writer.create(create[key])
-        except _Refused as exc:
-            not_created[key] = exc.error
+        made, error = _attempt(session, partial(writer.create, create[key]))
+        if made is None:
+            not_created[key] = error
             continue
-        except LabelRefused as exc:
-            not_created[key] = _from_lifecycle(exc)
-            continue
+        label, shown = made
         writer.created[key] = context.created_ids[key] = ids.mailbox_id(label.id)
         created[key] = shown
 
@@ -262,13 +284,11 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
         if label_id in doomed.values():
             not_updated[value] = set_error("willDestroy", "The mailbox is destroyed in this call.")
             continue
-        try:
-            with session.begin_nested():
-                updated[value] = writer.update(label_id, patch)
-        except _Refused as exc:
-            not_updated[value] = exc.error
-        except LabelRefused as exc:
-            not_updated[value] = _from_lifecycle(exc)
+        done, error = _attempt(session, partial(_wrapped, writer.update, label_id, patch))
+        if done is None:
+            not_updated[value] = error
+        else:
+            updated[value] = done[0]
 
     destroyed: list[str] = []
     not_destroyed: dict[str, Any] = {}
@@ -278,13 +298,13 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
         if label_id is None or label_id not in paths:
             not_destroyed[value] = set_error("notFound", f"There is no mailbox {value}.")
             continue
-        try:
-            with session.begin_nested():
-                writer.lifecycle.destroy(label_id, remove_messages=remove_emails)
-        except LabelRefused as exc:
-            not_destroyed[value] = _from_lifecycle(exc)
-            continue
-        destroyed.append(value)
+        gone, error = _attempt(
+            session, partial(writer.lifecycle.destroy, label_id, remove_messages=remove_emails)
+        )
+        if gone is None:
+            not_destroyed[value] = error
+        else:
+            destroyed.append(value)
     session.flush()
     new_state = current_states(session, user_id).mailbox
     return {
