@@ -240,15 +240,17 @@ class PushDelivery:
         url = urlunsplit((parts.scheme, f"{host}:{port}", parts.path or "/", parts.query, ""))
         extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" else {}
         try:
-            response = await self._client.post(
-                url, content=body, headers=headers, extensions=extensions
-            )
+            # The answer's body is never read: an endpoint cannot make the server hold it.
+            async with self._client.stream(
+                "POST", url, content=body, headers=headers, extensions=extensions
+            ) as response:
+                status, taken = response.status_code, response.is_success
         except httpx.HTTPError as exc:
             log.info("push subscription %s: POST failed: %s", target.id, exc)
             return False
-        if response.status_code in GONE:
+        if status in GONE:
             raise _Gone
-        return response.is_success
+        return taken
 
 
 def delivery_lifespan(

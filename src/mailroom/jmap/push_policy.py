@@ -17,6 +17,8 @@ from urllib.parse import SplitResult, urlsplit
 from mailroom.providers.base import AuthError, TransientError
 from mailroom.providers.netguard import check_host
 
+MAX_URL_LENGTH = 4096
+
 
 class UnusableUrl(ValueError):
     """The URL cannot be a push subscription's (the message says why)."""
@@ -38,6 +40,8 @@ class PushPolicy:
 
     def parse(self, url: str) -> SplitResult:
         """The URL split, if its form is allowed; :class:`UnusableUrl` otherwise."""
+        if len(url) > MAX_URL_LENGTH:
+            raise UnusableUrl(f"The url is longer than {MAX_URL_LENGTH} characters.")
         try:
             parts = urlsplit(url)
             port = parts.port

@@ -40,6 +40,9 @@ from mailroom.store.models import PushSubscription
 PROPERTIES = ("id", "deviceClientId", "verificationCode", "expires", "types", "url", "keys")
 PRIVATE = ("url", "keys")
 PUBLIC = tuple(p for p in PROPERTIES if p not in PRIVATE)
+MAX_DEVICE_CLIENT_ID = 255
+# What a create may give (a null verificationCode too: RFC 8620 §7.2 says it starts null).
+_SETTABLE = frozenset({"deviceClientId", "url", "keys", "expires", "types"})
 _UTC_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 
 
@@ -119,17 +122,22 @@ class PushSubscriptions:
         return min(when, latest).replace(microsecond=0)
 
     def _create(self, session: Session, user_id: int, values: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(values) - {"deviceClientId", "url", "keys", "expires", "types"})
-        if values.get("verificationCode") is None:
-            unknown = [u for u in unknown if u != "verificationCode"]
+        unknown = sorted(
+            name
+            for name, value in values.items()
+            if name not in _SETTABLE and not (name == "verificationCode" and value is None)
+        )
         if unknown:
             raise _invalid(unknown, "These properties cannot be set on create.")
         device, url = values.get("deviceClientId"), values.get("url")
         missing = [
             n for n, v in (("deviceClientId", device), ("url", url)) if not isinstance(v, str)
         ]
-        if missing or not device:
-            raise _invalid(missing or ["deviceClientId"], "deviceClientId and url are strings.")
+        if missing or not device or len(device) > MAX_DEVICE_CLIENT_ID:
+            raise _invalid(
+                missing or ["deviceClientId"],
+                f"deviceClientId (1 to {MAX_DEVICE_CLIENT_ID} characters) and url are strings.",
+            )
         assert isinstance(url, str)
         try:
             self.policy.vet(url)
