@@ -168,6 +168,7 @@ def test_an_embedded_message_travels_unencoded_with_crlf() -> None:
         (Header("X-Raw", "raw", "naïve"), "X-Raw"),
         (Header("Date", "date", datetime(2024, 1, 1)), "Date"),  # noqa: DTZ001 - naive on purpose
         (Header("References", "messageIds", ("",)), "References"),
+        (Header("Cc", "addresses", (Mailbox(None, "a@b@c"),)), "Cc"),
     ],
 )
 def test_values_the_wire_cannot_carry_are_refused_naming_the_header(
@@ -185,3 +186,17 @@ def test_idn_domains_are_written_as_punycode() -> None:
         [Header("To", "addresses", (Mailbox(None, "a@bücher.example"),))], TEXT, domain="x"
     )
     assert b"To: a@xn--bcher-kva.example" in _lines(composed.raw)
+
+
+def test_an_unfinished_draft_address_is_written_as_typed() -> None:
+    """A draft's address without a domain is kept (RFC 8621: a draft may be incomplete)."""
+    composed = compose([Header("To", "addresses", (Mailbox("Bob", "bob"),))], TEXT, domain="x")
+    assert b"To: Bob <bob>" in _lines(composed.raw)
+
+
+def test_a_part_language_must_be_language_tags() -> None:
+    """Content-Language takes RFC 5646 tags; anything else is refused, not written broken."""
+    part = BodyPart("text/plain", content="x", language=("en-GB", "de"))
+    assert b"Content-Language: en-GB, de" in _lines(compose([], part, domain="x").raw)
+    with pytest.raises(ComposeError):
+        compose([], BodyPart("text/plain", content="x", language=("\x80",)), domain="x")

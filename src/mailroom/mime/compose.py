@@ -28,12 +28,14 @@ naming the header. Callers validate shapes first; this is the last guard.
 from __future__ import annotations
 
 import base64
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy as email_policy
 from email import quoprimime
+from email.errors import MessageError
 from email.generator import BytesGenerator
 from email.headerregistry import Address as MailAddress
 from email.headerregistry import BaseHeader, HeaderRegistry, UniqueAddressHeader
@@ -62,6 +64,7 @@ HeaderForm = Literal["raw", "text", "addresses", "groupedAddresses", "messageIds
 # The SMTP policy, and no refolding of the values this module folded itself.
 _POLICY = email_policy.SMTP.clone(refold_source="none")
 _MAX_LINE = 78
+_LANGUAGE_TAG = re.compile(r"[A-Za-z0-9]{1,8}(?:-[A-Za-z0-9]{1,8})*")  # RFC 5646, loosely
 
 
 class ComposeError(ValueError):
@@ -169,7 +172,10 @@ def compose(
         message["MIME-Version"] = "1.0"
     _fill(message, body)
     out = BytesIO()
-    _Generator(out, policy=_POLICY).flatten(message)
+    try:
+        _Generator(out, policy=_POLICY).flatten(message)
+    except (UnicodeError, ValueError) as exc:  # the last guard: nothing unwritable escapes
+        raise ComposeError(f"The message cannot be written: {exc}.") from None
     return Composed(out.getvalue(), message_id)
 
 
@@ -302,8 +308,12 @@ def _address(header: Header, mailbox: Mailbox) -> MailAddress:
         raise ComposeError(f"The address {email!r} in {header.name} cannot be sent.", header.name)
     name = _one_line(header, mailbox.name or "")
     try:
-        return MailAddress(display_name=name, addr_spec=email) if email else MailAddress(name)
-    except (ValueError, IndexError):
+        if not email:
+            return MailAddress(name)
+        if not at:  # a draft's unfinished address: written as the local part alone
+            return MailAddress(display_name=name, username=email, domain="")
+        return MailAddress(display_name=name, addr_spec=email)
+    except (ValueError, IndexError, MessageError):
         message = f"The address {email!r} in {header.name} is not valid."
         raise ComposeError(message, header.name) from None
 
@@ -386,6 +396,8 @@ def _describe(target: MIMEPart, part: BodyPart) -> None:
             raise ComposeError(f"The Content-ID {part.cid!r} is not valid.", "Content-ID")
         target.set_raw("Content-ID", f"<{cid}>")
     if part.language:
+        if not all(_LANGUAGE_TAG.fullmatch(tag) for tag in part.language):
+            raise ComposeError("Content-Language takes language tags.", "Content-Language")
         target.set_raw("Content-Language", ", ".join(part.language))
     if part.location is not None:
         if not part.location.isascii() or any(ch in part.location for ch in "\r\n"):

@@ -91,8 +91,8 @@ class EmailCreator:
         try:
             composed = compose(form.headers, form.body, domain=_domain(account, form))
         except ComposeError as exc:
-            prop = _property_of(exc.header)
-            raise FormError(set_error("invalidProperties", str(exc), [prop])) from None
+            props = _properties_of(exc.header, obj)
+            raise FormError(set_error("invalidProperties", str(exc), props)) from None
         raw = composed.raw
         mid = normalize_message_id(f"<{composed.message_id}>")
         item = IncomingMessage(
@@ -207,12 +207,18 @@ def _domain(account: Account, form: EmailForm) -> str:
     return "localhost"
 
 
-def _property_of(header: str | None) -> str:
-    """The creation property a header the composer refused came from."""
+def _properties_of(header: str | None, obj: object) -> list[str]:
+    """The creation properties a value the composer refused came from."""
     for prop, (name, _form) in CONVENIENCE.items():
         if header is not None and name.lower() == header.lower():
-            return prop
-    return f"header:{header}" if header else "bodyStructure"
+            return [prop]
+    given = set(obj) if isinstance(obj, dict) else set()
+    if header is not None and not header.lower().startswith("content-"):
+        named = [p for p in given if p.lower().startswith(f"header:{header.lower()}")]
+        if named:
+            return sorted(named)
+    body = [p for p in ("bodyStructure", "textBody", "htmlBody", "attachments") if p in given]
+    return body or ["bodyStructure"]
 
 
 def create_emails(
