@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 REPLY_PREFIXES = ("re", "fwd", "fw", "aw", "wg", "antw", "sv", "vs", "res", "rif", "tr", "doorst")
 
@@ -37,10 +38,29 @@ _PREFIX = re.compile(
 _TAG = re.compile(r"^\s*\[[^\[\]]*\]")
 _TRAILING_FWD = re.compile(r"\s*\((?:fwd|fw)\)\s*$", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
+_CACHED_SUBJECTS = 16_384  # a conversation's subject is split for every message of it
+_CACHED_LENGTH = 1_000  # longer subjects are split afresh, so the cache stays small
 
 
 def split_subject(subject: str) -> tuple[bool, str]:
-    """(whether a reply prefix was found, the subject without prefixes and leading tags)."""
+    """(whether a reply prefix was found, the subject without prefixes and leading tags).
+
+    Cached for subjects of ordinary length: the subject rescue splits the
+    subject of every message it reads, and a conversation shares a few.
+    """
+    if len(subject or "") > _CACHED_LENGTH:
+        return _split(subject)
+    return _split_cached(subject or "")
+
+
+@lru_cache(maxsize=_CACHED_SUBJECTS)
+def _split_cached(subject: str) -> tuple[bool, str]:
+    """``_split`` remembered for the most recent subjects."""
+    return _split(subject)
+
+
+def _split(subject: str) -> tuple[bool, str]:
+    """Strip reply prefixes and leading tags (see the module docstring)."""
     rest = subject or ""
     reply = False
     while True:

@@ -194,6 +194,7 @@ _NAMING_BY = text(
     "SELECT DISTINCT r.ref, m.thread_id FROM message_refs r JOIN messages m ON m.id = r.message_id "
     "WHERE r.ref IN :names AND m.user_id + 0 = :user AND m.thread_id IS NOT NULL"
 ).bindparams(bindparam("names", expanding=True))
+_ASSIGN = text("UPDATE messages SET thread_id = :tid WHERE id = :mid")
 _PROVIDER_BY = text(
     "SELECT DISTINCT provider_thread_id, thread_id FROM messages WHERE user_id + 0 = :user "
     "AND account_id = :account AND provider_thread_id IN :keys AND thread_id IS NOT NULL"
@@ -213,14 +214,16 @@ class BatchThreader(Threader):
     def assign_batch(self, message_ids: list[int]) -> dict[int, ThreadOutcome]:
         """Thread every message of the batch; returns the outcome per message id."""
         session = self.session
+        session.flush()  # the lookups run on the Core connection (no ORM result processing)
+        connection = session.connection()
         rows = [
             row
             for chunk in in_chunks(sorted(message_ids))
-            for row in session.execute(_BATCH_MESSAGES, {"ids": chunk})
+            for row in connection.execute(_BATCH_MESSAGES, {"ids": chunk})
         ]
         refs: dict[int, list[str]] = {}
         for chunk in in_chunks(sorted(message_ids)):
-            for mid, ref in session.execute(_BATCH_REFS, {"ids": chunk}):
+            for mid, ref in connection.execute(_BATCH_REFS, {"ids": chunk}):
                 refs.setdefault(mid, []).append(ref)
         parent: dict[tuple[str, object], tuple[str, object]] = {}
 
@@ -256,13 +259,13 @@ class BatchThreader(Threader):
         name_list = sorted(names)
         for name_chunk in in_chunks(name_list):
             for statement in (_NAMED_BY, _NAMING_BY):
-                for name, thread_id in session.execute(
+                for name, thread_id in connection.execute(
                     statement, {"user": self.user_id, "names": name_chunk}
                 ):
                     union(("n", name), ("t", thread_id))
         for account_id, account_keys in keys.items():
             for key_chunk in in_chunks(sorted(account_keys)):
-                for key, thread_id in session.execute(
+                for key, thread_id in connection.execute(
                     _PROVIDER_BY, {"user": self.user_id, "account": account_id, "keys": key_chunk}
                 ):
                     union(("p", (account_id, key)), ("t", thread_id))
@@ -300,9 +303,7 @@ class BatchThreader(Threader):
                 if by_id[mid].thread_id != survivor:
                     assignments.append({"mid": mid, "tid": survivor})
         if assignments:
-            session.execute(
-                text("UPDATE messages SET thread_id = :tid WHERE id = :mid"), assignments
-            )
+            session.connection().execute(_ASSIGN, assignments)
         return outcomes
 
     def _new_threads(self, origins: list[str]) -> list[int]:
