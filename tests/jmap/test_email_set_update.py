@@ -202,3 +202,43 @@ def test_one_refused_update_leaves_the_others(client: Jmap, alice: Person) -> No
     assert result["notUpdated"][bad]["properties"] == ["size"]
     got = client.call("Email/get", {"ids": [good, bad], "properties": ["keywords"]})["list"]
     assert [e["keywords"] for e in got] == [{"$answered": True}, {}]
+
+
+def test_creation_ids_name_mailboxes_and_emails_of_the_same_request(
+    client: Jmap, alice: Person
+) -> None:
+    """#box from Mailbox/set and #draft from Email/set create work in later updates."""
+    email = email_id(alice.messages["hello"])
+    responses = client.calls(
+        ["Mailbox/set", {"accountId": client.account, "create": {"box": {"name": "New"}}}, "m"],
+        [
+            "Email/set",
+            {"accountId": client.account, "update": {email: {"mailboxIds": {"#box": True}}}},
+            "e",
+        ],
+    )
+    new_box = responses[0][1]["created"]["box"]["id"]
+    assert responses[1][1]["updated"] == {email: None}, responses[1]
+    assert boxes_of(client, email) == {new_box: True}
+    inbox = f"L{alice.inbox}"
+    responses = client.calls(
+        [
+            "Email/set",
+            {
+                "accountId": client.account,
+                "create": {"d": {"mailboxIds": {inbox: True}, "subject": "draft"}},
+            },
+            "c",
+        ],
+        [
+            "Email/set",
+            {"accountId": client.account, "update": {"#d": {"keywords/$answered": True}}},
+            "u",
+        ],
+        ["Email/set", {"accountId": client.account, "update": {"#nothing": {}}}, "n"],
+    )
+    created = responses[0][1]["created"]["d"]["id"]
+    assert responses[1][1]["updated"] == {created: None}, responses[1]
+    assert responses[2][1]["notUpdated"]["#nothing"]["type"] == "notFound"
+    got = client.call("Email/get", {"ids": [created], "properties": ["keywords"]})
+    assert got["list"][0]["keywords"] == {"$answered": True}

@@ -11,6 +11,7 @@ method, so created ids could be updated or destroyed later in the same call.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
@@ -26,13 +27,22 @@ from mailroom.jmap.scope import owned_by
 from mailroom.store.models import Message
 
 
+def _email_ids(context: Context, values: Iterable[str]) -> dict[str, int | None]:
+    """Message ids of Email ids, ``#creationId`` references included (RFC 8620 §5.3)."""
+    return {
+        value: ids.parse_email(
+            context.created_ids.get(value[1:], "") if value.startswith("#") else value
+        )
+        for value in values
+    }
+
+
 def _update(
-    updater: EmailUpdater, session: Session, update: dict[str, Any]
+    updater: EmailUpdater, session: Session, parsed: dict[str, int | None], update: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(updated, notUpdated) of the ``update`` argument, one savepoint per email."""
     updated: dict[str, Any] = {}
     not_updated: dict[str, Any] = {}
-    parsed = {value: ids.parse_email(value) for value in update}
     known = updater.current([m for m in parsed.values() if m is not None])
     for value, patch in update.items():
         message_id = parsed[value]
@@ -41,19 +51,20 @@ def _update(
             continue
         try:
             with session.begin_nested():
-                updated[value] = updater.update(message_id, known[message_id], patch)
+                updated[ids.email_id(message_id)] = updater.update(
+                    message_id, known[message_id], patch
+                )
         except PatchError as exc:
             not_updated[value] = exc.error
     return updated, not_updated
 
 
 def _destroy(
-    updater: EmailUpdater, session: Session, user_id: int, destroy: list[str]
+    updater: EmailUpdater, session: Session, user_id: int, doomed: dict[str, int | None]
 ) -> tuple[list[str], dict[str, Any]]:
     """(destroyed, notDestroyed) of the ``destroy`` argument."""
     destroyed: list[str] = []
     not_destroyed: dict[str, Any] = {}
-    doomed = {value: ids.parse_email(value) for value in dict.fromkeys(destroy)}
     owned = set(
         session.scalars(
             select(Message.id).where(
@@ -64,7 +75,8 @@ def _destroy(
     )
     for value, message_id in doomed.items():
         if message_id in owned:
-            destroyed.append(value)
+            if ids.email_id(message_id) not in destroyed:  # also named by a creation id
+                destroyed.append(ids.email_id(message_id))
         else:
             not_destroyed[value] = set_error("notFound", f"There is no email {value}.")
     if owned:
@@ -92,9 +104,10 @@ def email_set(context: Context, session: Session, args: dict[str, Any]) -> dict[
             f"At most maxObjectsInSet ({context.limits.max_objects_in_set}) objects per call.",
         )
     created, not_created = create_emails(context, session, create)
-    updater = EmailUpdater(session, user_id)
-    updated, not_updated = _update(updater, session, update)
-    destroyed, not_destroyed = _destroy(updater, session, user_id, destroy)
+    updater = EmailUpdater(session, user_id, context.created_ids)
+    updated, not_updated = _update(updater, session, _email_ids(context, update), update)
+    doomed = _email_ids(context, dict.fromkeys(destroy))
+    destroyed, not_destroyed = _destroy(updater, session, user_id, doomed)
     session.flush()
     new_state = current_states(session, user_id).email
     return {

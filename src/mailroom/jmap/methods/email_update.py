@@ -24,6 +24,7 @@ other than asked (``keywords`` when ``$flagged`` followed the Starred mailbox,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +74,11 @@ def _unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
+def _resolve(mailbox: str, created: Mapping[str, str]) -> str:
+    """A mailbox id, with a ``#creationId`` replaced by the id it created (if any)."""
+    return created.get(mailbox[1:], mailbox) if mailbox.startswith("#") else mailbox
+
+
 def _invalid_patch(description: str) -> PatchError:
     return PatchError(set_error("invalidPatch", description))
 
@@ -95,8 +101,12 @@ def _whole_map(value: object, name: str, parsed: _Parsed) -> set[str] | None:
     return {k for k in keywords if k is not None}
 
 
-def _read_patch(patch: object, before: EmailState) -> _Parsed:
-    """Apply a PatchObject to a copy of ``before``; raises invalidPatch, notes the rest."""
+def _read_patch(patch: object, before: EmailState, created: Mapping[str, str]) -> _Parsed:
+    """Apply a PatchObject to a copy of ``before``; raises invalidPatch, notes the rest.
+
+    Mailbox ids may be ``#creationId`` references to mailboxes created earlier in
+    the request (``created``: creation id → id).
+    """
     if not isinstance(patch, dict):
         raise _invalid_patch("An update must be a PatchObject (a JSON object).")
     parsed = _Parsed(EmailState(set(before.keywords), set(before.mailboxes)))
@@ -120,7 +130,7 @@ def _read_patch(patch: object, before: EmailState) -> _Parsed:
             if keys is not None and head == "keywords":
                 parsed.state.keywords = keys
             elif keys is not None:
-                parsed.state.mailboxes = keys
+                parsed.state.mailboxes = {_resolve(key, created) for key in keys}
             continue
         if "/" in rest or not rest:
             raise _invalid_patch(f"{path} does not point at one {head} entry.")
@@ -135,7 +145,7 @@ def _read_patch(patch: object, before: EmailState) -> _Parsed:
             if value not in (True, None):
                 parsed.invalid.append(path)
                 continue
-            target = parsed.state.mailboxes
+            target, item = parsed.state.mailboxes, _resolve(item, created)
         if value is True:
             target.add(item)
         else:
@@ -146,9 +156,12 @@ def _read_patch(patch: object, before: EmailState) -> _Parsed:
 class EmailUpdater:
     """Applies Email/set updates (and destroys) of one user through the operations service."""
 
-    def __init__(self, session: Session, user_id: int) -> None:
+    def __init__(
+        self, session: Session, user_id: int, created_ids: Mapping[str, str] | None = None
+    ) -> None:
         self.session = session
         self.user_id = user_id
+        self.created_ids = created_ids or {}
         self.ops = Operations(session, user_id)
         # Create missing system labels now, outside the per-email savepoints.
         self.roles = {role: self.ops.role(role) for role in JMAP_ROLE}
@@ -179,7 +192,7 @@ class EmailUpdater:
 
     def update(self, message_id: int, before: EmailState, patch: object) -> dict[str, Any] | None:
         """Apply one patch; the properties that ended other than asked, or None."""
-        parsed = _read_patch(patch, before)
+        parsed = _read_patch(patch, before, self.created_ids)
         self._check_immutable(message_id, parsed)
         after = parsed.state
         asked = EmailState(set(after.keywords), set(after.mailboxes))
