@@ -23,24 +23,25 @@ few copies of it, not one per request.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import BytesParser
-from email.policy import compat32
 from typing import Any
 
 from mailroom.jmap import ids
+from mailroom.jmap.header_forms import RAW_POLICY, header_property, raw_fields
 from mailroom.mime.headers import raw_header_text
 from mailroom.mime.structure import (
     Part,
     build_tree,
     content_id,
+    header_params,
     iter_parts,
+    jmap_bodies,
     part_text,
     payload_bytes,
-    select_bodies,
 )
 
 DEFAULT_BODY_PROPERTIES = (
@@ -55,9 +56,11 @@ DEFAULT_BODY_PROPERTIES = (
     "language",
     "location",
 )
+# bodyStructure without bodyProperties also shows its tree, as major servers do.
+DEFAULT_STRUCTURE_PROPERTIES = (*DEFAULT_BODY_PROPERTIES, "subParts")
 BODY_PROPERTIES = frozenset({*DEFAULT_BODY_PROPERTIES, "headers", "subParts"})
 
-_PARSER = BytesParser(policy=compat32)
+_PARSER = BytesParser(policy=RAW_POLICY)
 
 # The server's cut for body values when the client sets no maxBodyValueBytes
 # (RFC 8621 §4.2 leaves 0 to mean "no limit from the client"); a client that
@@ -90,6 +93,12 @@ class Structure:
     html_parts: list[Part]
     attachments: list[Part]
     notes: list[str] = field(default_factory=list)
+    # What decoding each part found wrong (by id of the part), for isEncodingProblem.
+    part_notes: dict[int, list[str]] = field(default_factory=dict)
+
+    def decoding_notes(self, part: Part) -> list[str]:
+        """The list that collects the decoding problems of this part (the same every time)."""
+        return self.part_notes.setdefault(id(part), [])
 
 
 def parse_structure(message_id: int, raw: bytes) -> Structure:
@@ -97,14 +106,13 @@ def parse_structure(message_id: int, raw: bytes) -> Structure:
     notes: list[str] = []
     msg = _PARSER.parsebytes(raw)
     root = build_tree(msg, notes)
-    text_parts, html_parts, attachments = select_bodies(root)
+    text_parts, html_parts, attachments = jmap_bodies(root)
     return Structure(message_id, root, text_parts, html_parts, attachments, notes)
 
 
-def _headers(msg: Message) -> list[dict[str, str]]:
-    return [
-        {"name": name, "value": raw_header_text(str(value))[0]} for name, value in msg.raw_items()
-    ]
+def parse_header_block(raw: bytes) -> Message:
+    """Only the top-level header fields of raw bytes, values kept raw (see ``header_forms``)."""
+    return _PARSER.parsebytes(raw, headersonly=True)
 
 
 def _first_header(msg: Message, name: str) -> str | None:
@@ -112,12 +120,29 @@ def _first_header(msg: Message, name: str) -> str | None:
     return None if value is None else raw_header_text(str(value))[0].strip() or None
 
 
-def body_part(
-    structure: Structure, part: Part, properties: frozenset[str] | tuple[str, ...]
-) -> dict[str, Any]:
-    """One EmailBodyPart with the requested properties."""
+def _charset(part: Part) -> str | None:
+    """RFC 8621: the charset parameter, else us-ascii for text/* or no Content-Type, else null."""
+    content_type = part.msg.get("content-type")
+    if content_type is None:
+        return "us-ascii"
+    charset = header_params(raw_header_text(str(content_type))[0]).get("charset")
+    if charset:
+        return charset.strip()
+    return "us-ascii" if part.ctype.startswith("text/") else None
+
+
+def _disposition(part: Part) -> str | None:
+    """The Content-Disposition value without parameters or CFWS, lower-cased."""
+    value = _first_header(part.msg, "Content-Disposition")
+    if value is None:
+        return None
+    token = value.split(";", 1)[0].strip().strip("\"'").lower()
+    return part.disposition or token or None
+
+
+def body_part(structure: Structure, part: Part, properties: Collection[str]) -> dict[str, Any]:
+    """One EmailBodyPart with the requested properties (``header:`` forms included)."""
     multipart = part.children is not None
-    notes: list[str] = []
     out: dict[str, Any] = {}
     for name in properties:
         if name == "partId":
@@ -125,18 +150,20 @@ def body_part(
         elif name == "blobId":
             out[name] = None if multipart else ids.part_blob_id(structure.message_id, part.path)
         elif name == "size":
+            notes = structure.decoding_notes(part)
             out[name] = 0 if multipart else len(payload_bytes(part, notes))
         elif name == "headers":
-            out[name] = _headers(part.msg)
+            out[name] = [{"name": k, "value": v} for k, v in raw_fields(part.msg)]
+        elif name.startswith("header:"):
+            out[name] = header_property(name).pick(raw_fields(part.msg))
         elif name == "name":
             out[name] = part.filename
         elif name == "type":
             out[name] = part.ctype
         elif name == "charset":
-            charset = part.msg.get_content_charset() if part.ctype.startswith("text/") else None
-            out[name] = charset or ("us-ascii" if part.ctype.startswith("text/") else None)
+            out[name] = _charset(part)
         elif name == "disposition":
-            out[name] = part.disposition
+            out[name] = _disposition(part)
         elif name == "cid":
             out[name] = content_id(part)
         elif name == "language":
@@ -153,15 +180,8 @@ def body_part(
     return out
 
 
-def body_value(part: Part, max_bytes: int) -> dict[str, Any]:
-    """The EmailBodyValue of a text part, truncated to ``max_bytes`` UTF-8 bytes.
-
-    0 means the client set no limit: the server's
-    :data:`DEFAULT_MAX_BODY_VALUE_BYTES` applies.
-    """
-    limit = max_bytes or DEFAULT_MAX_BODY_VALUE_BYTES
-    notes: list[str] = []
-    text = part_text(part, notes)
+def _cut(text: str, limit: int, html: bool) -> tuple[str, bool]:
+    """At most ``limit`` UTF-8 octets of ``text``, cut between characters (and, in HTML, tags)."""
     # A character is at least one byte: cut the characters first so that a
     # huge body is never encoded whole just to measure it.
     truncated = len(text) > limit
@@ -171,8 +191,31 @@ def body_value(part: Part, max_bytes: int) -> dict[str, Any]:
     if len(encoded) > limit:
         truncated = True
         text = encoded[:limit].decode("utf-8", "ignore")
-    problem = any("charset" in note or "decod" in note for note in notes)
-    return {"value": text, "isEncodingProblem": problem, "isTruncated": truncated}
+    if truncated and html:
+        opened = text.rfind("<")
+        if opened > text.rfind(">"):  # RFC 8621 §4.2: not inside a tag
+            text = text[:opened]
+    return text, truncated
+
+
+def body_value(structure: Structure, part: Part, max_bytes: int) -> dict[str, Any]:
+    """The EmailBodyValue of a text part, truncated to ``max_bytes`` UTF-8 bytes.
+
+    0 means the client set no limit: the server's
+    :data:`DEFAULT_MAX_BODY_VALUE_BYTES` applies. ``isEncodingProblem`` is
+    true when the transfer encoding or the charset did not decode cleanly.
+    """
+    limit = max_bytes or DEFAULT_MAX_BODY_VALUE_BYTES
+    notes = structure.decoding_notes(part)
+    text, truncated = _cut(part_text(part, notes), limit, part.ctype == "text/html")
+    return {"value": text, "isEncodingProblem": bool(notes), "isTruncated": truncated}
+
+
+def text_leaves(structure: Structure) -> list[Part]:
+    """Every text/* leaf of the tree in document order (``fetchAllBodyValues``)."""
+    return [
+        p for p in iter_parts(structure.root) if p.children is None and p.ctype.startswith("text/")
+    ]
 
 
 def find_part(structure: Structure, path: str) -> Part | None:
@@ -185,4 +228,4 @@ def find_part(structure: Structure, path: str) -> Part | None:
 
 def part_content(structure: Structure, part: Part) -> bytes:
     """The decoded bytes of a leaf part (what its blob downloads)."""
-    return payload_bytes(part, structure.notes)
+    return payload_bytes(part, structure.decoding_notes(part))

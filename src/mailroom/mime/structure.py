@@ -39,6 +39,7 @@ __all__ = [
     "content_id",
     "header_params",
     "iter_parts",
+    "jmap_bodies",
     "part_text",
     "payload_bytes",
     "select_bodies",
@@ -388,16 +389,26 @@ def _parse_structure(
             html_body.extend(text_body[text_length:])
 
 
+def jmap_bodies(root: Part) -> tuple[list[Part], list[Part], list[Part]]:
+    """(textBody, htmlBody, attachments) exactly as RFC 8621 section 4.1.4 ``parseStructure``.
+
+    Inline images, audio and video of a mixed part inside an alternative are
+    in a body list *and* in the attachments, as the RFC's algorithm puts them.
+    """
+    html_body: list[Part] = []
+    text_body: list[Part] = []
+    attachments: list[Part] = []
+    _parse_structure([root], "mixed", False, html_body, text_body, attachments)
+    return text_body, html_body, attachments
+
+
 def select_bodies(root: Part) -> tuple[list[Part], list[Part], list[Part]]:
     """Return (text body parts, html body parts, attachment parts), each in document order.
 
     Body lists hold only text/plain and text/html leaves; see the module docstring for which
     leaves are attachments.
     """
-    html_body: list[Part] = []
-    text_body: list[Part] = []
-    jmap_attachments: list[Part] = []
-    _parse_structure([root], "mixed", False, html_body, text_body, jmap_attachments)
+    text_body, html_body, _attachments = jmap_bodies(root)
     text_parts = [p for p in text_body if p.ctype in _TEXT_TYPES]
     html_parts = [p for p in html_body if p.ctype in _TEXT_TYPES]
     used = {id(p) for p in text_parts} | {id(p) for p in html_parts}

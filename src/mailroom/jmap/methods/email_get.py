@@ -12,6 +12,7 @@ from mailroom.jmap.bodies import BODY_PROPERTIES, DEFAULT_BODY_PROPERTIES
 from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import MethodError
+from mailroom.jmap.header_forms import header_property
 from mailroom.jmap.methods.common import (
     TABS,
     boolean,
@@ -25,7 +26,6 @@ from mailroom.jmap.methods.email_reader import (
     PROPERTIES,
     TAB_PROPERTIES,
     EmailReader,
-    header_property,
 )
 from mailroom.store.models import Message
 
@@ -36,12 +36,12 @@ def email_get(context: Context, session: Session, args: dict[str, Any]) -> dict[
     tabs = TABS in context.using
     known = PROPERTIES | (TAB_PROPERTIES if tabs else frozenset())
     properties = requested_properties(args, known, DEFAULT_PROPERTIES)
-    for name in properties:
-        if name.startswith("header:"):
-            header_property(name)
     body_properties = requested_properties(
         args, BODY_PROPERTIES, DEFAULT_BODY_PROPERTIES, key="bodyProperties"
     )
+    for name in [*properties, *body_properties]:
+        if name.startswith("header:"):
+            header_property(name)  # invalidArguments for a bad name or a form not allowed
     state = current_states(session, user_id).email
     wanted = requested_ids(context, args)
     if wanted is None:
@@ -59,7 +59,7 @@ def email_get(context: Context, session: Session, args: dict[str, Any]) -> dict[
     objects = reader.read(
         [mid for mid in parsed.values() if mid is not None],
         properties,
-        body_properties=body_properties,
+        body_properties=None if args.get("bodyProperties") is None else body_properties,
         fetch_text=boolean(args, "fetchTextBodyValues"),
         fetch_html=boolean(args, "fetchHTMLBodyValues"),
         fetch_all=boolean(args, "fetchAllBodyValues"),
