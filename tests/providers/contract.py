@@ -446,3 +446,22 @@ class ProviderContract:
         assert "After" in folders and not {"Before", "Doomed"} & folders
         harness.fetch()
         assert harness.labels("After") == [label] and harness.labels("Doomed") == []
+
+    def test_destroying_a_label_with_its_messages_empties_the_provider(
+        self, harness: Harness
+    ) -> None:
+        """A label destroyed with its messages takes its folder and the mail only there along."""
+        harness.require("folders")
+        harness.put("kept")
+        harness.fetch()
+        harness.change_label(lambda life: life.create("Brief"))
+        harness.propagate()
+        harness.put("only", folder="Brief")
+        harness.fetch()
+        (brief,) = harness.labels("Brief")
+        harness.change_label(lambda life: life.destroy(brief, remove_messages=True))
+        run = harness.propagate()
+        assert run.failed == 0 and run.retried == 0
+        assert "Brief" not in harness.provider_folders()
+        harness.fetch()
+        assert sorted(harness.stored()) == ["kept"] and harness.labels("Brief") == []
