@@ -9,8 +9,8 @@ participants and body), body (the body alone), from, to, cc, bcc, subject
 and header (case-insensitive substrings, every token must occur), and with
 the ``urn:mailroom:jmap:tabs`` capability ``category`` (the inbox tab of
 the email's thread). Keywords: ``$seen`` is ``messages.seen_at``,
-``$flagged`` the Starred label, ``$draft`` the Drafts label or a stored
-keyword, every other keyword a ``message_keywords`` row.
+``$flagged`` the Starred label, every other keyword (``$draft`` too, which
+is independent of the Drafts mailbox) a ``message_keywords`` row.
 
 A sort by ``receivedAt`` alone (the list view) is read in keyset pages
 (``received_at``, ``id``) and, with ``collapseThreads``, only the first
@@ -116,7 +116,7 @@ _KEYWORD_FORBIDDEN = frozenset('(){]%*"\\')
 # the server cannot process it; the client should ask for a simpler search).
 MAX_FILTER_DEPTH = 20  # nested FilterOperators
 MAX_FILTER_TERMS = 500  # operators + conditions + inMailboxOtherThan entries
-MAX_TEXT_CONDITIONS = 50  # text and body conditions
+MAX_TEXT_CONDITIONS = 50  # text, body and header conditions
 
 MessageLike = Any  # the Message entity or an alias of it
 
@@ -190,12 +190,9 @@ class EmailFilter:
             return message.seen_at.is_not(None)  # type: ignore[no-any-return]
         if keyword == "$flagged":
             return self._has_label(message, self.roles.get("starred"))
-        stored = exists().where(
+        return exists().where(
             MessageKeyword.message_id == message.id, MessageKeyword.keyword == keyword
         )
-        if keyword == "$draft":
-            return or_(self._has_label(message, self.roles.get("drafts")), stored)
-        return stored
 
     def thread_keyword(self, value: object, mode: str) -> ColumnElement[bool]:
         """SQL for "all / some / none of the emails of this email's thread have the keyword"."""
@@ -223,18 +220,22 @@ class EmailFilter:
 
     # -- conditions -----------------------------------------------------------
 
-    def _fulltext(self, value: object, name: str) -> ColumnElement[bool]:
-        if not isinstance(value, str):
-            raise invalid_arguments(f"{name} must be a string.")
+    def _next_param(self) -> int:
+        """A number for the parameters of one more text, body or header condition."""
         self._params += 1
         if self._params > MAX_TEXT_CONDITIONS:
             raise MethodError(
                 "unsupportedFilter",
-                f"The filter has more than {MAX_TEXT_CONDITIONS} text and body conditions; "
-                "simplify the search.",
+                f"The filter has more than {MAX_TEXT_CONDITIONS} text, body and header "
+                "conditions; simplify the search.",
             )
+        return self._params
+
+    def _fulltext(self, value: object, name: str) -> ColumnElement[bool]:
+        if not isinstance(value, str):
+            raise invalid_arguments(f"{name} must be a string.")
         column = "body" if name == "body" else None
-        clause = fulltext_clause(self.dialect, value, column, f"fts_{self._params}")
+        clause = fulltext_clause(self.dialect, value, column, f"fts_{self._next_param()}")
         if clause is None:
             return true()
         sql, params = clause
@@ -277,8 +278,7 @@ class EmailFilter:
             or not value[0]
         ):
             raise invalid_arguments("header must be [name] or [name, text], both strings.")
-        self._params += 1
-        index = self._params
+        index = self._next_param()
         name = value[0]
         params: dict[str, str] = {f"hname_{index}": name.lower()}
         tokens = [t.text for t in split_text(value[1])] if len(value) == 2 else []
