@@ -83,7 +83,10 @@ def test_a_plain_draft_is_a_stored_message_with_what_was_set(client: Jmap) -> No
     """A draft comes back with id, blobId, threadId and size, and reads as it was written."""
     drafts = _roles(client)["drafts"]
     before = client.state("Email")
-    created = _created(client, _draft(drafts, sentAt="2024-03-01T09:30:00+01:00"))
+    created = _created(
+        client,
+        _draft(drafts, sentAt="2024-03-01T09:30:00+01:00", receivedAt="2024-03-02T10:00:00Z"),
+    )
     assert set(created) == {"id", "blobId", "threadId", "size"}
     email = _get(client, created["id"])
     assert email["blobId"] == created["blobId"] and email["size"] == created["size"]
@@ -94,6 +97,7 @@ def test_a_plain_draft_is_a_stored_message_with_what_was_set(client: Jmap) -> No
     assert email["from"] == [{"name": "Alice", "email": "alice@example.org"}]
     assert email["to"] == [{"name": "Bob", "email": "bob@example.net"}]
     assert email["sentAt"] in ("2024-03-01T09:30:00+01:00", "2024-03-01T08:30:00Z")
+    assert email["receivedAt"] == "2024-03-02T10:00:00Z"
     (text,) = email["textBody"]
     assert email["bodyValues"][text["partId"]]["value"] == "See you at noon.\nAlice"
     raw = _raw(client, created["blobId"])
