@@ -189,3 +189,24 @@ def test_permanent_flags_decide_what_a_folder_stores(
     """A flag is stored for good iff PERMANENTFLAGS is absent, has \\* or lists the flag."""
     status = FolderStatus(1, None, 0, None, permanent_flags=permanent)
     assert status.can_store(flag) is stored
+
+
+def test_keyword_propagation_reaches_every_copy_and_replays_as_nothing(
+    store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
+) -> None:
+    """A keyword lands on each copy of a message; replaying the change stores no flag again."""
+    other.create_folder("Work")
+    emails = _setup(store, settings, account, other, n=1)
+    other.select_folder("INBOX")
+    other.copy([1], "Work")
+    sync_all(store, account, settings)
+    email = emails["k-0@x"]
+    jmap.call("Email/set", {"update": {email: {"keywords/$forwarded": True}}})
+    first = propagate_pending(store, account, settings=settings)
+    assert first.done == 1 and first.flagged == 2
+    assert "$forwarded" in _server_flags(other, "INBOX")[1]
+    assert "$forwarded" in _server_flags(other, "Work")[1]
+    with store.session() as session:
+        session.execute(update(PendingChange).values(state="pending", done_at=None))
+    again = propagate_pending(store, account, settings=settings)
+    assert again.done == 1 and again.flagged == 0 and again.moved == 0
