@@ -125,3 +125,16 @@ def test_replacing_a_draft_leaves_only_the_new_one_in_drafts(
     count = message_count(store, account)
     sync_all(store, account, settings)
     assert message_count(store, account) == count
+
+
+def test_a_draft_made_before_the_first_sync_finds_the_drafts_folder(
+    store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
+) -> None:
+    """With no folders known yet, the append discovers them and still lands in Drafts."""
+    jmap.call("Email/set", {"create": {"d": _draft(jmap)}})
+    run = propagate_pending(store, account, settings=settings)
+    assert run.done == 1
+    assert len(_drafts_uids(other)) == 1
+    count = message_count(store, account)
+    sync_all(store, account, settings)
+    assert message_count(store, account) == count

@@ -9,8 +9,9 @@ propagation applies. The steps, each safe to repeat:
 1. the target folder: the Drafts folder when the email carries the Drafts
    label, else the folder of its first location label (Inbox, Sent, Archive,
    Trash, Spam, then a user label bound to a folder), else Archive, else
-   INBOX. A draft in an account without a Drafts folder gets one (CREATE
-   ``Drafts``, then folder discovery binds it to the Drafts label);
+   INBOX. When nothing is known the folders are discovered first, and a
+   draft in an account without a Drafts folder gets one (CREATE ``Drafts``;
+   discovery binds it to the Drafts label);
 2. **idempotent**: the target folder is searched for the Message-ID first; a
    message there with the same provider id (an APPEND whose outcome was lost)
    is bound, not appended again;
@@ -76,8 +77,8 @@ def append_unplaced(
         if draft is None:
             return None
         folder = _target(session, scope, draft.labels)
-    if folder is None and _drafts_label(store, scope) in draft.labels:
-        folder = _create_drafts(conn, store, scope)
+    if folder is None:
+        folder = _discovered_target(conn, store, scope, draft.labels)
     if folder is None:
         return Outcome.retry(pending, "the account has no folder to append the message to")
     folder_id, path = folder
@@ -93,11 +94,6 @@ def append_unplaced(
         )
 
     return Outcome.done(pending, record)
-
-
-def _drafts_label(store: Store, scope: AccountScope) -> int:
-    with store.session() as session:
-        return system_label(session, scope.user_id, "drafts").id
 
 
 def _load(session: Session, scope: AccountScope, message_id: int) -> _Draft | None:
@@ -156,17 +152,25 @@ def _role(folder: Folder) -> str | None:
     return folder_role(folder.path, folder.delimiter, folder.special_use)
 
 
-def _create_drafts(
-    conn: ImapConnection, store: Store, scope: AccountScope
+def _discovered_target(
+    conn: ImapConnection, store: Store, scope: AccountScope, labels: frozenset[int]
 ) -> tuple[int, str] | None:
-    """CREATE a Drafts folder and discover it (it is bound to the Drafts label by its name)."""
-    conn.create_folder(DRAFTS_FOLDER)
-    with store.session() as session:
-        changes = ChangeSet()
-        discover(session, conn, scope, changes)
-        changes.record(session, scope.user_id)
-        drafts = system_label(session, scope.user_id, "drafts").id
-        return _target(session, scope, frozenset({drafts}))
+    """The target after folder discovery; a draft's Drafts folder is created if still missing."""
+    for create in (False, True):
+        with store.session() as session:
+            is_draft = system_label(session, scope.user_id, "drafts").id in labels
+        if create and not is_draft:
+            return None
+        if create:
+            conn.create_folder(DRAFTS_FOLDER)
+        with store.session() as session:
+            changes = ChangeSet()
+            discover(session, conn, scope, changes)
+            changes.record(session, scope.user_id)
+            folder = _target(session, scope, labels)
+        if folder is not None:
+            return folder
+    return None
 
 
 def _find(conn: ImapConnection, path: str, draft: _Draft) -> tuple[int, int] | None:
