@@ -98,7 +98,7 @@ def test_push_over_the_socket(socket: ClientConnection, client: Jmap, alice: Per
     assert change["pushState"]
     socket.send(json.dumps({"@type": "WebSocketPushDisable"}))
     answer = ask(socket, {"@type": "Request", "using": [CORE], "methodCalls": []})
-    assert answer["@type"] == "Response" and answer["requestId"] is None
+    assert answer["@type"] == "Response" and "requestId" not in answer
 
 
 def test_push_state_resumes(client: Jmap, alice: Person) -> None:

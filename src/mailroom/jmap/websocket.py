@@ -150,7 +150,10 @@ class Connection:
                 return
         finally:
             self.side.slots.give_back(user)
-        await self.send({"@type": "Response", "requestId": request_id, **result})
+        answer = {"@type": "Response", **result}
+        if request_id is not None:  # RFC 8887 §4.3.2: requestId when the Request had an id
+            answer["requestId"] = request_id
+        await self.send(answer)
 
     def enable_push(self, document: dict[str, Any]) -> None:
         """Start (or restart) StateChange pushes for ``dataTypes``."""
