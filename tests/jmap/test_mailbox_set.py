@@ -285,6 +285,28 @@ def test_if_in_state_and_changes(client: Jmap) -> None:
     )
 
 
+def test_updated_properties_name_the_counts_when_only_they_moved(
+    client: Jmap, alice: Person
+) -> None:
+    """Reading an email moves only counts (updatedProperties lists them); a rename: null."""
+    state = client.state("Mailbox")
+    seen = {email_id(alice.messages["other"]): {"keywords/$seen": True}}
+    client.call("Email/set", {"update": seen})
+    counts = client.call("Mailbox/changes", {"sinceState": state})
+    assert f"L{alice.inbox}" in counts["updated"]
+    assert counts["updatedProperties"] == [
+        "totalEmails",
+        "unreadEmails",
+        "totalThreads",
+        "unreadThreads",
+    ]
+    box = made(client, "Renamed")
+    middle = client.state("Mailbox")
+    client.call("Mailbox/set", {"update": {box: {"name": "Named"}}})
+    renamed = client.call("Mailbox/changes", {"sinceState": middle})
+    assert renamed["updated"] == [box] and renamed["updatedProperties"] is None
+
+
 def test_changes_go_to_the_provider_as_pending_folder_changes(
     client: Jmap, store: Store, alice: Person
 ) -> None:

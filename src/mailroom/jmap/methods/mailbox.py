@@ -29,7 +29,7 @@ from mailroom.jmap.methods.common import (
     requested_properties,
     type_changes,
 )
-from mailroom.store.models import Label, Message, MessageLabel, ThreadLabel
+from mailroom.store.models import Change, Label, Message, MessageLabel, ThreadLabel
 
 PROPERTIES = (
     "id",
@@ -151,7 +151,12 @@ def mailbox_get(context: Context, session: Session, args: dict[str, Any]) -> dic
 
 
 def mailbox_changes(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
-    """Mailbox/changes (``updatedProperties`` is null: any property may have changed)."""
+    """Mailbox/changes; ``updatedProperties`` names the counts when only they can have changed.
+
+    Emails entering, leaving or changing move only counts; any logged Mailbox
+    change in the window (a name, parent, role, order, subscription, or a count
+    change an operation logged) may be anything, so it is null then (RFC 8621 §2.2).
+    """
     changes = type_changes(
         context,
         session,
@@ -161,4 +166,15 @@ def mailbox_changes(context: Context, session: Session, args: dict[str, Any]) ->
         read=jchanges.mailbox_changes,
         to_id=ids.mailbox_id,
     )
-    return {**changes, "updatedProperties": None}
+    only_counts = changes["updated"] and not session.scalar(
+        select(Change.seq)
+        .where(
+            Change.user_id == context.principal.user_id,
+            Change.type == "Mailbox",
+            Change.seq > int(changes["oldState"]),
+            Change.seq <= int(changes["newState"]),
+        )
+        .limit(1)
+    )
+    counts = [p for p in PROPERTIES if p in COUNTS]
+    return {**changes, "updatedProperties": counts if only_counts else None}
