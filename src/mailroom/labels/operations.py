@@ -175,7 +175,7 @@ class Operations:
                 )
             )
         if changed:
-            named = {keyword: True for keyword in adding} | {k: False for k in removing}
+            named = {k: True for k in sorted(adding)} | {k: False for k in sorted(removing)}
             self._after(sorted(changed), set(), "keywords", {"keywords": named})
         return sorted(changed)
 
