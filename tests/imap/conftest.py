@@ -95,8 +95,10 @@ def other(mailbox: Mailbox) -> Iterator[IMAPClient]:
         yield client
 
 
-def add_account(store: Store, settings: Settings, mailbox: Mailbox, name: str = "imap") -> int:
-    """A mailroom account for ``mailbox`` (plain IMAP on 127.0.0.1)."""
+def add_account(
+    store: Store, settings: Settings, mailbox: Mailbox, name: str = "imap", owner: str = "me"
+) -> int:
+    """A mailroom account of ``owner`` for ``mailbox`` (plain IMAP on 127.0.0.1)."""
     return add_imap_account(
         store,
         settings,
@@ -106,6 +108,7 @@ def add_account(store: Store, settings: Settings, mailbox: Mailbox, name: str = 
         tls="none",
         login=mailbox.user,
         password=mailbox.password,
+        owner=owner,
     )
 
 

@@ -5,9 +5,18 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from mailroom.config import Settings
+from mailroom.labels.propagation import propagate_pending
+from mailroom.providers import registry
+from mailroom.store.engine import Store
 from tests.factories import make_message
+from tests.imap.conftest import add_account, dovecot, new_mailbox, settings
+from tests.imap.views import sync_all
 from tests.jmap.conftest import Jmap, Person, Server, email_id
 from tests.jmap.test_upload import upload
+from tests.support.dovecot import DovecotServer
+
+__all__ = ["dovecot", "settings"]  # the IMAP fixtures, used by the Dovecot test
 
 
 def inbox(client: Jmap) -> str:
@@ -226,3 +235,29 @@ def test_arguments_are_checked(client: Jmap) -> None:
     assert other[0][1]["type"] == "accountNotFound"
     extra = client.call("Email/import", {"emails": {}, "bogus": 1})
     assert extra["error"]["type"] == "invalidArguments"
+
+
+def test_import_into_an_imap_folder_is_appended_once(
+    client: Jmap, store: Store, alice: Person, settings: Settings, dovecot: DovecotServer
+) -> None:
+    """Imported into a mailbox of an IMAP account, the email is APPENDed there and synced once."""
+    imap = new_mailbox(dovecot)
+    account = add_account(store, settings, imap, owner=alice.name)
+    sync_all(store, account, settings)
+    raw = make_message("appended@x", subject="Appended walrus")
+    blob_id = uploaded(client, raw)
+    created = import_blob(client, blob_id, keywords={"$seen": True})["created"]["k"]
+    propagator = registry.propagator_for(store, "imap", settings)
+    assert propagator is not None
+    run = propagate_pending(store, account, propagator)
+    assert run.failed == 0 and run.retried == 0
+    with imap.client() as other:
+        other.select_folder("INBOX")
+        uids = other.search(["HEADER", "Message-ID", "<appended@x>"])
+        assert len(uids) == 1
+        assert b"\\Seen" in other.get_flags(uids)[uids[0]]
+    sync_all(store, account, settings)
+    found = client.call("Email/query", {"filter": {"subject": "Appended walrus"}})
+    assert found["ids"] == [created["id"]]
+    again = import_blob(client, blob_id)["notCreated"]["k"]
+    assert (again["type"], again["existingId"]) == ("alreadyExists", created["id"])

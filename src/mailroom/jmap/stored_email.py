@@ -12,7 +12,10 @@ call's ``newState`` sees them):
    provider id is already stored in that account (``UNIQUE(provider_id,
    account_id)``, also under concurrent calls) the savepoint is rolled back —
    nothing changes — and the answer is None.
-2. :func:`run_steps_after_commit` runs the ingest steps
+2. :func:`queue_append` (for an account whose provider has a propagator)
+   adds the pending change ``append`` that carries the stored email to the
+   provider (IMAP APPEND, ``providers.imap.append``), woken after commit.
+3. :func:`run_steps_after_commit` runs the ingest steps
    (:func:`mailroom.ingest.steps.run_steps`) for the stored batches once the
    call's transaction commits, never on rollback.
 """
@@ -22,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import event, select
+from sqlalchemy import event, insert, select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest.batch import store_batch
@@ -30,15 +33,20 @@ from mailroom.ingest.model import BatchResult, IncomingMessage
 from mailroom.ingest.steps import run_steps
 from mailroom.jmap import ids
 from mailroom.labels.keywords import FLAGGED, SEEN
+from mailroom.labels.propagation import wake_after_commit
 from mailroom.owners import get_or_create_account
+from mailroom.providers.imap.append import APPEND
+from mailroom.providers.registry import find
 from mailroom.store.bulk import insert_ignoring_conflicts
-from mailroom.store.models import Account, Message, MessageKeyword, User
+from mailroom.store.models import Account, Message, MessageKeyword, PendingChange, User, utcnow
 
 __all__ = [
     "JMAP_ACCOUNT",
     "JMAP_PROVIDER",
     "created_email",
     "jmap_account",
+    "propagates",
+    "queue_append",
     "run_steps_after_commit",
     "store_email",
 ]
@@ -86,6 +94,36 @@ def store_email(
     except _AlreadyStored:
         return None
     return result
+
+
+def propagates(account: Account) -> bool:
+    """Whether the account's provider carries local changes to the server (has a propagator)."""
+    entry = find(account.provider)
+    return entry is not None and entry.propagator is not None
+
+
+def queue_append(session: Session, account: Account, message_id: int, provider_ref: str) -> None:
+    """The pending change ``append`` that carries a stored email to its provider, if it can."""
+    if not propagates(account):
+        return
+    now = utcnow()
+    session.execute(
+        insert(PendingChange),
+        [
+            {
+                "account_id": account.id,
+                "message_id": message_id,
+                "provider_id": provider_ref,
+                "operation": APPEND,
+                "payload": {APPEND: True},
+                "state": "pending",
+                "attempts": 0,
+                "next_attempt_at": now,
+                "created_at": now,
+            }
+        ],
+    )
+    wake_after_commit(session, {account.id})
 
 
 def created_email(session: Session, message_id: int) -> dict[str, Any]:

@@ -5,15 +5,26 @@ goes through the ingest pipeline like any other mail (``jmap.stored_email``:
 ``store_batch`` with threading, categories, rules and the change log in the
 call's transaction, the ingest steps after it commits).
 
-Ownership and exactly once: an imported email belongs to the user's mail
-account ``JMAP`` (provider ``jmap``, created on first import; no provider
-syncs or propagates it) with the provider id ``jmap-import:<sha256 of the
-bytes>``. ``UNIQUE(provider_id, account_id)`` therefore lets the same bytes
-in once per user, also under concurrent requests (``INSERT … ON CONFLICT DO
-NOTHING``, no check-then-insert). A second import of the same bytes is
-``alreadyExists`` with ``existingId`` (RFC 8621 §4.8 lets a server forbid two
-Emails with the same content, and then requires that error); its savepoint is
-rolled back, so it changes nothing — not even the existing Email's mailboxes.
+Which account owns it: the mail account bound to the first of its
+``mailboxIds`` that a folder of an account with a propagator holds (in the
+client's order; an IMAP account's INBOX for the inbox, the folder of a user
+label), else the next mailbox's; with none, the user's ``JMAP`` account
+(provider ``jmap``: nothing syncs or propagates it). In a provider account
+the provider id is the one its sync will compute for the same bytes
+(``mid:<Message-ID>:<size>``, else the SHA-256 of the bytes;
+``providers.imap.identity``) and a pending change ``append`` carries the
+email to the server (IMAP APPEND into that folder, ``providers.imap.append``),
+so the next sync recognises it instead of storing it again. In ``JMAP`` the
+provider id is ``jmap-import:<SHA-256 of the bytes>``.
+
+Exactly once: ``UNIQUE(provider_id, account_id)`` lets the same bytes into an
+account once, also under concurrent requests (``INSERT … ON CONFLICT DO
+NOTHING``, no check-then-insert); an import whose bytes already are an Email
+of the user under either provider id, in any account, is refused first. A
+second import is ``alreadyExists`` with ``existingId`` (RFC 8621 §4.8 lets a
+server forbid two Emails with the same content, or just the same
+Message-ID, and then requires that error); its savepoint is rolled back, so it
+changes nothing — not even the existing Email's mailboxes.
 
 Keywords (``labels.keywords``): ``$seen`` is the read state, ``$flagged`` the
 Starred label, every other keyword a ``message_keywords`` row.
@@ -39,15 +50,20 @@ from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import MethodError, invalid_arguments, set_error
 from mailroom.jmap.methods.common import parse_utc_date
 from mailroom.jmap.stored_email import (
+    JMAP_PROVIDER,
     created_email,
     jmap_account,
+    propagates,
+    queue_append,
     run_steps_after_commit,
     store_email,
 )
 from mailroom.labels.keywords import FLAGGED, SEEN, parse_keyword
 from mailroom.labels.operations import Operations
 from mailroom.mime import ParsedMessage, parse_message
-from mailroom.store.models import Label, Message
+from mailroom.mime.msgids import normalize_message_id
+from mailroom.providers.imap.identity import hash_id, provider_id
+from mailroom.store.models import Account, Folder, Label, Message
 from mailroom.store.models.base import utcnow
 
 PROVIDER_ID_PREFIX = "jmap-import:"
@@ -112,7 +128,6 @@ class EmailImporter:
     session: Session
     user_id: int
     results: list[BatchResult] = field(default_factory=list)
-    _account_id: int | None = None
 
     def __post_init__(self) -> None:
         self.ops = Operations(self.session, self.user_id)
@@ -120,11 +135,29 @@ class EmailImporter:
             self.session.scalars(select(Label.id).where(Label.user_id == self.user_id))
         )
 
-    def account_id(self) -> int:
-        """The user's ``JMAP`` mail account, created on the first import."""
-        if self._account_id is None:
-            self._account_id = jmap_account(self.session, self.user_id).id
-        return self._account_id
+    def owner(self, label_ids: list[int]) -> Account:
+        """The account an import into these mailboxes belongs to (see the module docstring)."""
+        rows = self.session.execute(
+            select(Folder.label_id, Account)
+            .join(Account, Account.id == Folder.account_id)
+            .where(
+                Account.user_id == self.user_id,
+                Account.status != "disconnected",
+                Folder.label_id.in_(label_ids),
+            )
+            .order_by(Account.id)
+        ).all()
+        for label_id in label_ids:
+            for bound, account in rows:
+                if bound == label_id and propagates(account):
+                    return account
+        return jmap_account(self.session, self.user_id)
+
+    def _identities(self, data: bytes, parsed: ParsedMessage) -> tuple[str, str]:
+        """(provider id in a provider account, provider id in ``JMAP``) of these bytes."""
+        message_id = normalize_message_id(f"<{parsed.message_id}>") if parsed.message_id else None
+        native = provider_id(message_id, len(data)) or hash_id(data)
+        return native, PROVIDER_ID_PREFIX + hashlib.sha256(data).hexdigest()
 
     def _mailboxes(self, value: object) -> list[int]:
         names = _true_map(value, "mailboxIds")
@@ -171,9 +204,14 @@ class EmailImporter:
             received_at = utcnow()  # RFC 8621: the time of import when there is no Received
         if FLAGGED in keywords:
             mailboxes.append(self.ops.role("starred"))
-        provider_id = PROVIDER_ID_PREFIX + hashlib.sha256(data).hexdigest()
+        native, imported = self._identities(data, parsed)
+        account = self.owner(mailboxes)
+        pid = imported if account.provider == JMAP_PROVIDER else native
+        existing = self._existing([native, imported])
+        if existing is not None:
+            raise _already_exists(existing)
         item = IncomingMessage(
-            provider_id=provider_id,
+            provider_id=pid,
             raw=data,
             label_ids=sorted(set(mailboxes)),
             received_at=received_at,
@@ -181,24 +219,31 @@ class EmailImporter:
             seen=SEEN in keywords,
             parsed=parsed,
         )
-        account_id = self.account_id()
-        result = store_email(self.session, account_id, self.user_id, item, keywords)
-        if result is None:
-            raise self._already_exists(account_id, provider_id)
+        result = store_email(self.session, account.id, self.user_id, item, keywords)
+        if result is None:  # a concurrent import of the same bytes won
+            raise _already_exists(self._existing([pid], account.id))
+        message_id = result.created_ids[0]
+        queue_append(self.session, account, message_id, pid)
         self.results.append(result)
-        return created_email(self.session, result.created_ids[0])
+        return created_email(self.session, message_id)
 
-    def _already_exists(self, account_id: int, provider_id: str) -> _Refused:
-        """alreadyExists naming the Email these bytes were imported as (``existingId``)."""
-        existing = self.session.scalar(
-            select(Message.id).where(
-                Message.account_id == account_id, Message.provider_id == provider_id
-            )
+    def _existing(self, provider_ids: list[str], account_id: int | None = None) -> int | None:
+        """The user's Email stored under one of these provider ids (in ``account_id`` if given)."""
+        query = select(Message.id).where(
+            Message.user_id == self.user_id, Message.provider_id.in_(provider_ids)
         )
-        error = set_error("alreadyExists", "These bytes were imported before.")
-        if existing is not None:
-            error["existingId"] = ids.email_id(existing)
-        return _Refused(error)
+        if account_id is not None:
+            query = query.where(Message.account_id == account_id)
+        found: int | None = self.session.scalar(query.order_by(Message.id).limit(1))
+        return found
+
+
+def _already_exists(existing: int | None) -> _Refused:
+    """alreadyExists naming the Email these bytes were imported as (``existingId``)."""
+    error = set_error("alreadyExists", "These bytes are already an Email of this account.")
+    if existing is not None:
+        error["existingId"] = ids.email_id(existing)
+    return _Refused(error)
 
 
 def _if_in_state(args: dict[str, Any], state: int) -> None:
