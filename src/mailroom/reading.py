@@ -10,15 +10,21 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mailroom.errors import NotFoundError, unknown_user
-from mailroom.store.reader import Reader, in_list, json_value, stamp
+from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
 from mailroom.store.search import match_clause
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
-def user_id(reader: Reader, name: str) -> int:
+    Source = Reader | Session  # every function takes a reader or an open session
+
+
+def user_id(source: Source, name: str) -> int:
     """The id of the user called ``name``; NotFoundError in plain words if none."""
+    reader = as_reader(source)
     rows = reader.rows("SELECT id FROM users WHERE name = :name", {"name": name})
     if not rows:
         raise unknown_user(name)
@@ -40,8 +46,9 @@ def _labels_of(reader: Reader, message_ids: Sequence[int]) -> dict[int, list[str
     return labels
 
 
-def search_ids(reader: Reader, user: int, query: str, limit: int = 100) -> list[int]:
+def search_ids(source: Source, user: int, query: str, limit: int = 100) -> list[int]:
     """Ids of the user's messages matching a full-text query, newest first (binned excluded)."""
+    reader = as_reader(source)
     clause = match_clause(reader.dialect, query)
     if clause is None:
         return []
@@ -56,8 +63,9 @@ def search_ids(reader: Reader, user: int, query: str, limit: int = 100) -> list[
     return [row[0] for row in rows]
 
 
-def label_id(reader: Reader, user: int, path: str) -> int:
+def label_id(source: Source, user: int, path: str) -> int:
     """The id of the user's label ``path`` (exact, else ignoring case); NotFoundError if none."""
+    reader = as_reader(source)
     exact = reader.rows(
         "SELECT id FROM labels WHERE user_id = :user AND path = :path",
         {"user": user, "path": path},
@@ -71,6 +79,23 @@ def label_id(reader: Reader, user: int, path: str) -> int:
     if len(folded) != 1:
         raise NotFoundError(f"There is no label {path!r}; `mailroom labels` lists them.")
     return int(folded[0][0])
+
+
+def label_counts(source: Source, user: int) -> list[tuple[str, str | None, int, int]]:
+    """(path, role, threads, unread) of each label, system labels first; binned threads
+    count only in Trash."""
+    reader = as_reader(source)
+    rows = reader.rows(
+        "SELECT labels.path, labels.role, count(threads.id), "
+        "coalesce(sum(threads.unread_count), 0) FROM labels "
+        "LEFT OUTER JOIN thread_labels ON thread_labels.label_id = labels.id "
+        "LEFT OUTER JOIN threads ON threads.id = thread_labels.thread_id "
+        "AND (NOT threads.in_trash OR labels.role = 'trash') "
+        "WHERE labels.user_id = :user GROUP BY labels.id, labels.path, labels.role "
+        "ORDER BY labels.role IS NULL, labels.path",
+        {"user": user},
+    )
+    return [(path, role, int(threads), int(unread)) for path, role, threads, unread in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +127,9 @@ class MessageFilter:
         return "".join(f" AND {condition}" for condition in conditions), params
 
 
-def count_messages(reader: Reader, user: int, where: MessageFilter = MessageFilter()) -> int:
+def count_messages(source: Source, user: int, where: MessageFilter = MessageFilter()) -> int:
     """How many of the user's messages match the filter."""
+    reader = as_reader(source)
     conditions, params = where.sql()
     rows = reader.rows(
         f"SELECT count(messages.id) FROM messages WHERE messages.user_id = :user{conditions}",
@@ -120,7 +146,7 @@ _LISTED = (
 
 
 def list_messages(
-    reader: Reader,
+    source: Source,
     user: int,
     *,
     limit: int | None = None,
@@ -128,6 +154,7 @@ def list_messages(
     where: MessageFilter = MessageFilter(),
 ) -> list[dict[str, Any]]:
     """The user's messages (or the given ids), newest first, as dicts for `mailroom list`."""
+    reader = as_reader(source)
     conditions, params = where.sql()
     if ids is not None:
         if not ids:
@@ -167,8 +194,9 @@ def list_messages(
     return listed_rows
 
 
-def newest_threads(reader: Reader, user: int, limit: int = 50) -> list[dict[str, Any]]:
+def newest_threads(source: Source, user: int, limit: int = 50) -> list[dict[str, Any]]:
     """The user's newest threads (binned ones left out) with their senders, for the web page."""
+    reader = as_reader(source)
     threads = reader.rows(
         "SELECT id, subject, message_count, unread_count, last_message_at, category "
         "FROM threads WHERE user_id = :user AND message_count > 0 AND NOT in_trash "
@@ -201,8 +229,9 @@ def newest_threads(reader: Reader, user: int, limit: int = 50) -> list[dict[str,
     ]
 
 
-def message_detail(reader: Reader, user: int, message_id: int) -> dict[str, Any]:
+def message_detail(source: Source, user: int, message_id: int) -> dict[str, Any]:
     """One message with bodies and parse notes; NotFoundError if not the user's."""
+    reader = as_reader(source)
     found = reader.rows(
         "SELECT recipients, preview, parse_notes, thread_note, category_stage, category_signal "
         "FROM messages WHERE id = :id AND user_id = :user",

@@ -1,4 +1,4 @@
-"""Looking at the store: ``list``, ``search``, ``show`` and ``explain``."""
+"""Looking at the store: ``list``, ``search``, ``show``, ``labels`` and ``explain``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mailroom.config import DEFAULT_OWNER
 from mailroom.reading import (
     MessageFilter,
     count_messages,
+    label_counts,
     label_id,
     list_messages,
     message_detail,
@@ -194,6 +195,32 @@ def show_command(app: AppContext, message: int, owner: str, output: str) -> None
         echo_json(detail)
     else:
         click.echo(show_text(detail))
+
+
+@click.command("labels")
+@owner_option
+@pass_app
+@plain_errors
+def labels_command(app: AppContext, owner: str) -> None:
+    """List labels with their thread and unread counts (binned threads left out)."""
+    from mailroom.labels.roles import SYSTEM_LABELS
+
+    reader = app.reader
+    user = user_id(reader, owner)
+    rows = label_counts(reader, user)
+    if not set(SYSTEM_LABELS) <= {role for _, role, _, _ in rows}:
+        from mailroom.labels.resolver import ensure_system_labels
+
+        with app.existing_store.session() as session:  # a new user: create them once
+            ensure_system_labels(session, user)
+        rows = label_counts(reader, user)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("label", "role", "threads", "unread")
+    for path, role, threads, unread in rows:
+        table.add_row(path, role or "", str(threads), str(unread))
+    Console().print(table)
 
 
 @click.command("explain")

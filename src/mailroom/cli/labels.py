@@ -1,6 +1,5 @@
 """Labels and mail actions from the command line, for scripting and tests.
 
-mailroom labels
 mailroom archive|trash|restore|inbox|spam|star|read|wake THREAD...
 mailroom label NAME THREAD... [--remove]
 mailroom snooze THREAD... --until 2025-01-31T09:00 | --for 3d
@@ -14,51 +13,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import click
-from rich.console import Console
-from rich.table import Table
-from sqlalchemy import func, select
 
 from mailroom.cli.context import AppContext, pass_app, plain_errors
 from mailroom.errors import ConfigError
 from mailroom.labels.operations import Operations
-from mailroom.labels.resolver import ensure_system_labels, resolve_path
+from mailroom.labels.resolver import resolve_path
 from mailroom.owners import DEFAULT_OWNER, get_user
-from mailroom.store.models import Label, Thread, ThreadLabel
 
 owner_option = click.option("--owner", default=DEFAULT_OWNER, show_default=True)
 threads_argument = click.argument("threads", nargs=-1, required=True, type=int)
-
-
-@click.command("labels")
-@owner_option
-@pass_app
-@plain_errors
-def labels_command(app: AppContext, owner: str) -> None:
-    """List labels with their thread and unread counts (binned threads left out)."""
-    with app.existing_store.session() as session:
-        user = get_user(session, owner)
-        ensure_system_labels(session, user.id)
-        rows = session.execute(
-            select(
-                Label.path,
-                Label.role,
-                func.count(Thread.id),
-                func.coalesce(func.sum(Thread.unread_count), 0),
-            )
-            .outerjoin(ThreadLabel, ThreadLabel.label_id == Label.id)
-            .outerjoin(
-                Thread,
-                (Thread.id == ThreadLabel.thread_id)
-                & ((Thread.in_trash.is_(False)) | (Label.role == "trash")),
-            )
-            .where(Label.user_id == user.id)
-            .group_by(Label.id, Label.path, Label.role)
-            .order_by(Label.role.is_(None), Label.path)
-        ).all()
-    table = Table("label", "role", "threads", "unread")
-    for path, role, threads, unread in rows:
-        table.add_row(path, role or "", str(threads), str(unread))
-    Console().print(table)
 
 
 def _act(
@@ -246,7 +209,6 @@ def delete_command(app: AppContext, threads: tuple[int, ...], yes: bool, owner: 
 
 
 COMMANDS = [
-    labels_command,
     archive_command,
     trash_command,
     restore_command,

@@ -33,7 +33,7 @@ COMMANDS: dict[str, str] = {
     "accounts": "mailroom.cli.accounts:accounts_command",
     "keys": "mailroom.cli.keys:keys_group",
     "sync": "mailroom.cli.sync:sync_command",
-    "labels": "mailroom.cli.labels:labels_command",
+    "labels": "mailroom.cli.inspect:labels_command",
     "archive": "mailroom.cli.labels:archive_command",
     "trash": "mailroom.cli.labels:trash_command",
     "restore": "mailroom.cli.labels:restore_command",

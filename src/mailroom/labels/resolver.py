@@ -15,19 +15,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from mailroom.labels.roles import SYSTEM_LABELS as SYSTEM_LABELS  # re-exported
 from mailroom.store.models import Label, LabelBinding
-
-# Roles and the display name a new user's system label gets.
-SYSTEM_LABELS: dict[str, str] = {
-    "inbox": "Inbox",
-    "sent": "Sent",
-    "drafts": "Drafts",
-    "archive": "Archive",
-    "spam": "Spam",
-    "trash": "Trash",
-    "snoozed": "Snoozed",
-    "starred": "Starred",
-}
 
 # Folder names (lower-case) that mean a system role when the provider does not say so.
 ROLE_BY_FOLDER_NAME: dict[str, str] = {

@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import quote
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 Row = Sequence[Any]
 
 
+@runtime_checkable
 class Reader(Protocol):
     """Runs read-only SQL on a store."""
 
@@ -76,6 +77,11 @@ class SessionReader:
         from sqlalchemy import text
 
         return list(self.session.execute(text(sql), dict(params or {})).all())
+
+
+def as_reader(source: Reader | Session) -> Reader:
+    """A reader for ``source``: itself, or the SQL run in that SQLAlchemy session."""
+    return source if isinstance(source, Reader) else SessionReader(source)
 
 
 def in_list(name: str, values: Iterable[Any]) -> tuple[str, dict[str, Any]]:

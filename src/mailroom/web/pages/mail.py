@@ -16,7 +16,6 @@ from starlette.responses import HTMLResponse, Response
 from mailroom.errors import NotFoundError
 from mailroom.reading import message_detail, newest_threads
 from mailroom.store.models import Message, Thread
-from mailroom.store.reader import SessionReader
 from mailroom.web.pages.common import context, page, signed_in
 from mailroom.web.sessions import SignedIn
 
@@ -29,7 +28,7 @@ FRAME_CSP = (
 def index(request: Request, user: SignedIn) -> Response:
     """GET /: the user's newest threads."""
     with context(request).store.session() as session:
-        threads = newest_threads(SessionReader(session), user.user_id, limit=100)
+        threads = newest_threads(session, user.user_id, limit=100)
     return page("index.html", threads=threads, user=user)
 
 
@@ -46,8 +45,7 @@ def thread_page(request: Request, user: SignedIn) -> Response:
             .where(Message.thread_id == thread_id, Message.user_id == user.user_id)
             .order_by(Message.received_at, Message.id)
         ).all()
-        reader = SessionReader(session)
-        messages = [message_detail(reader, user.user_id, mid) for mid in ids]
+        messages = [message_detail(session, user.user_id, mid) for mid in ids]
     return page("thread.html", thread=thread, messages=messages, user=user)
 
 
@@ -57,7 +55,7 @@ def message_html(request: Request, user: SignedIn) -> Response:
     message_id = request.path_params["message_id"]
     with context(request).store.session() as session:
         try:
-            detail = message_detail(SessionReader(session), user.user_id, message_id)
+            detail = message_detail(session, user.user_id, message_id)
         except NotFoundError:
             return page("missing.html", 404, what=f"message {message_id}", user=user)
     return HTMLResponse(
