@@ -118,6 +118,7 @@ def test_invalid_creates_name_the_property(client: Jmap) -> None:
         "id": ({"name": "I", "id": "L1"}, "id"),
         "unknown": ({"name": "U", "colour": "red"}, "colour"),
         "order": ({"name": "O", "sortOrder": -1}, "sortOrder"),
+        "huge": ({"name": "H", "sortOrder": 2**31}, "sortOrder"),
         "subscribed": ({"name": "S", "isSubscribed": "yes"}, "isSubscribed"),
         "parent": ({"name": "P", "parentId": "L999999"}, "parentId"),
         "ref": ({"name": "Q", "parentId": "#nowhere"}, "parentId"),
@@ -211,6 +212,8 @@ def test_updates_of_server_set_properties_and_roles(client: Jmap) -> None:
     assert result["notUpdated"]["L999999"]["type"] == "notFound"
     role = client.call("Mailbox/set", {"update": {box: {"role": "archive"}}})
     assert role["notUpdated"][box]["properties"] == ["role"]
+    deep = client.call("Mailbox/set", {"update": {box: {"myRights/mayDelete": False}}})
+    assert deep["notUpdated"][box]["properties"] == ["myRights"]
 
 
 def test_destroy_refuses_a_parent_and_a_mailbox_with_email(client: Jmap, alice: Person) -> None:

@@ -47,6 +47,8 @@ from mailroom.labels.lifecycle import KEEP, LabelLifecycle, LabelRefused
 from mailroom.store.models import Label
 
 T = TypeVar("T")
+# labels.sort_order is a 32-bit integer column; RFC 8620 UnsignedInts go to 2^53-1.
+MAX_SORT_ORDER = 2**31 - 1
 SETTABLE = frozenset({"name", "parentId", "role", "sortOrder", "isSubscribed"})
 SET_ERROR_TYPES = {
     "invalid": "invalidProperties",
@@ -196,6 +198,9 @@ def _wrapped(
 
 def _known(values: dict[str, Any]) -> None:
     for prop in sorted(values):
+        head = prop.partition("/")[0]
+        if head != prop:  # a pointer into a property: none of them is an object to patch
+            raise _invalid(f"{head} cannot be patched in parts.", head)
         if prop not in SETTABLE and prop not in SERVER_SET:
             raise _invalid(f"Mailboxes have no property {prop!r}.", prop)
 
@@ -204,6 +209,8 @@ def _sort_order(value: object) -> int:
     if not is_int(value, minimum=0):
         raise _invalid("sortOrder must be an unsigned integer.", "sortOrder")
     assert isinstance(value, int)
+    if value > MAX_SORT_ORDER:
+        raise _invalid(f"sortOrder is at most {MAX_SORT_ORDER} here.", "sortOrder")
     return value
 
 
