@@ -5,10 +5,16 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+from sqlalchemy import func, select
+
 from mailroom.config import Settings
+from mailroom.ingest import steps
+from mailroom.ingest.model import BatchResult
 from mailroom.labels.propagation import propagate_pending
 from mailroom.providers import registry
 from mailroom.store.engine import Store
+from mailroom.store.models import Message
 from tests.factories import make_message
 from tests.imap.conftest import add_account, dovecot, new_mailbox, settings
 from tests.imap.views import sync_all
@@ -261,3 +267,28 @@ def test_import_into_an_imap_folder_is_appended_once(
     assert found["ids"] == [created["id"]]
     again = import_blob(client, blob_id)["notCreated"]["k"]
     assert (again["type"], again["existingId"]) == ("alreadyExists", created["id"])
+
+
+def test_ingest_steps_run_after_the_import_commits(
+    client: Jmap, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingest steps see the imported message, committed, once (as after any batch)."""
+    seen: list[tuple[list[int], int]] = []
+
+    class Recorder:
+        name = "recorder"
+
+        def run(self, result: BatchResult) -> None:
+            with store.session() as session:  # a fresh session: only committed rows
+                stored = session.scalar(
+                    select(func.count())
+                    .select_from(Message)
+                    .where(Message.id.in_(result.created_ids))
+                )
+            seen.append((list(result.created_ids), int(stored or 0)))
+
+    monkeypatch.setattr(steps, "STEPS", [Recorder()])
+    created = import_blob(client, uploaded(client, make_message("stepped@x")))["created"]["k"]
+    assert seen == [([int(created["id"][1:])], 1)]
+    import_blob(client, uploaded(client, make_message("stepped@x")))  # alreadyExists
+    assert len(seen) == 1
