@@ -96,6 +96,16 @@ def test_creation_ids_reach_later_calls_of_the_request(client: Jmap) -> None:
     assert responses[1][1]["list"][0]["name"] == "Later"
 
 
+def test_names_are_trimmed_and_normalized(client: Jmap) -> None:
+    """A name with outer spaces or decomposed accents is stored trimmed in NFC, and says so."""
+    result = create(client, n={"name": "  Cafe\u0301 "})
+    assert result["created"]["n"]["name"] == "Caf\u00e9"
+    renamed = client.call(
+        "Mailbox/set", {"update": {result["created"]["n"]["id"]: {"name": " Bar"}}}
+    )
+    assert renamed["updated"] == {result["created"]["n"]["id"]: {"name": "Bar"}}
+
+
 def test_names_are_unique_among_siblings_only(client: Jmap) -> None:
     """A second "Projects" beside the first is invalidProperties; under another parent, fine."""
     first = made(client, "Projects")

@@ -27,7 +27,8 @@ a newer one, alters nothing.
 
 Rules (each refusal is a :class:`LabelRefused` naming the property):
 
-* a name is 1 to :data:`MAX_NAME_OCTETS` octets of UTF-8 (normalized to NFC),
+* a name is 1 to :data:`MAX_NAME_OCTETS` octets of UTF-8 (normalized to NFC,
+  leading and trailing white space removed),
   without control characters, without ``/`` (it separates path parts) and
   without the folder separator of any of the user's provider accounts (a
   provider would read it as nesting);
@@ -244,8 +245,9 @@ class LabelLifecycle:
     def _valid_name(self, name: object) -> str:
         if not isinstance(name, str):
             raise LabelRefused("invalid", "The name must be a string.", "name")
-        clean = unicodedata.normalize("NFC", name)
-        if not clean.strip():
+        # Trimmed like folder names are when discovery reads them back (resolver.resolve_path).
+        clean = unicodedata.normalize("NFC", name).strip()
+        if not clean:
             raise LabelRefused("invalid", "The name must not be empty.", "name")
         if len(clean.encode("utf-8")) > MAX_NAME_OCTETS:
             raise LabelRefused(
