@@ -54,7 +54,14 @@ def test_push_arguments() -> None:
     request = parse_request("Email,Nope", "state", "99999", "12")
     assert request.types == ("Email",) and request.close_after_state
     assert request.ping == 3600 and request.last_event_id == 12
-    assert parse_request("*", "no", "0", None).types == ("Email", "Mailbox", "Thread")
+    assert parse_request("*", "no", "0", None).types == (
+        "Email",
+        "Mailbox",
+        "Thread",
+        "EmailDelivery",
+        "Identity",
+        "VacationResponse",
+    )
     assert parse_request(None, None, None, "junk").last_event_id is None
     for bad in (("*", "later", "0"), ("*", "no", "x"), ("*", "no", "-5")):
         with pytest.raises(Problem):
