@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from imapclient import IMAPClient
@@ -15,13 +19,38 @@ from mailroom.providers.imap.connection import FolderStatus
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Label, PendingChange
 from tests.factories import make_message
+from tests.imap.conftest import _start, add_account, new_mailbox
 from tests.imap.views import message_ids, sync_all
 from tests.jmap.conftest import PASSWORD, Jmap, Person, run_server
+from tests.support.dovecot import DovecotServer
+
+# Without the "w" right a user may store only \Seen and \Deleted: PERMANENTFLAGS has no \*.
+_NO_KEYWORDS_ACL = "* owner lrsitekxa\n"
 
 
-@pytest.fixture
-def jmap(store: Store, account: int) -> Iterator[Jmap]:
-    """A JMAP client of the IMAP account's owner, over HTTP on the same store."""
+@pytest.fixture(scope="module")
+def strict_dovecot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DovecotServer]:
+    """A private Dovecot whose ACL lets its users store no keyword at all."""
+    folder = Path(tempfile.mkdtemp(prefix="mr-acl-"))
+    folder.chmod(0o755)
+    acl = folder / "global.acl"
+    acl.write_text(_NO_KEYWORDS_ACL)
+    acl.chmod(0o644)
+    extra = (
+        "mail_plugins = $mail_plugins acl\n"
+        "protocol imap {\n  mail_plugins = $mail_plugins imap_acl\n}\n"
+        f"plugin {{\n  acl = vfile:{acl}\n}}\n"
+    )
+    server = _start(tmp_path_factory, "imap-acl-dovecot", extra)
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _jmap_of(store: Store, account: int) -> Iterator[Jmap]:
+    """A JMAP client of the account's owner, over HTTP on the same store, until closed."""
     with store.session() as session:
         user_id = session.scalars(select(Account.user_id).where(Account.id == account)).one()
         set_password(session, "me", PASSWORD)
@@ -34,6 +63,12 @@ def jmap(store: Store, account: int) -> Iterator[Jmap]:
     yield client
     client.close()
     next(serving, None)
+
+
+@pytest.fixture
+def jmap(store: Store, account: int) -> Iterator[Jmap]:
+    """A JMAP client of the IMAP account's owner, over HTTP on the same store."""
+    yield from _jmap_of(store, account)
 
 
 def _server_flags(other: IMAPClient, folder: str = "INBOX") -> dict[int, set[str]]:
@@ -210,3 +245,30 @@ def test_keyword_propagation_reaches_every_copy_and_replays_as_nothing(
         session.execute(update(PendingChange).values(state="pending", done_at=None))
     again = propagate_pending(store, account, settings=settings)
     assert again.done == 1 and again.flagged == 0 and again.moved == 0
+
+
+def test_keywords_stay_local_where_permanentflags_refuse_them(
+    store: Store,
+    settings: Settings,
+    strict_dovecot: DovecotServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """PERMANENTFLAGS (\\Deleted \\Seen): $seen reaches the server, $forwarded stays local."""
+    mailbox = new_mailbox(strict_dovecot)
+    account = add_account(store, settings, mailbox)
+    with mailbox.client() as other:
+        emails = _setup(store, settings, account, other, n=1)
+        serving = _jmap_of(store, account)
+        jmap = next(serving)
+        email = emails["k-0@x"]
+        patch = {"keywords/$forwarded": True, "keywords/$seen": True}
+        jmap.call("Email/set", {"update": {email: patch}})
+        with caplog.at_level(logging.INFO, logger="mailroom.providers.imap.propagator"):
+            result = propagate_pending(store, account, settings=settings)
+        assert "The keyword $forwarded stays local" in caplog.text
+        assert result.done == 2 and result.failed == result.retried == 0  # read, keywords
+        flags = _server_flags(other)[1]
+        assert "\\seen" in flags and "$forwarded" not in flags
+        sync_account(store, account, settings=settings)
+        assert _keywords(jmap, email) == {"$forwarded": True, "$seen": True}
+        next(serving, None)
