@@ -22,9 +22,10 @@ client that sends the same creation twice gets two emails (each gets a
 fresh Message-ID): JMAP has no idempotency key for ``create``.
 
 Carrying it to the provider: one pending change ``append`` per created
-email (with ``wake_after_commit``), for providers with a propagator; the IMAP
-propagator appends it (``providers.imap.append``) with ``\\Draft`` when it
-has ``$draft``, into the Drafts folder when it is in Drafts.
+email (``jmap.stored_email.queue_append``), for providers with a
+propagator; the IMAP propagator appends it (``providers.imap.append``) with
+``\\Draft`` when it has ``$draft``, into the Drafts folder when it is in
+Drafts.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest.model import BatchResult, IncomingMessage
@@ -46,18 +47,16 @@ from mailroom.jmap.stored_email import (
     JMAP_PROVIDER,
     created_email,
     jmap_account,
+    queue_append,
     run_steps_after_commit,
     store_email,
 )
 from mailroom.labels.keywords import FLAGGED, SEEN
 from mailroom.labels.operations import Operations
-from mailroom.labels.propagation import wake_after_commit
 from mailroom.mime.compose import ComposeError, Mailbox, compose
 from mailroom.mime.msgids import normalize_message_id
-from mailroom.providers.imap.append import APPEND
 from mailroom.providers.imap.identity import hash_id, provider_id
-from mailroom.providers.registry import find
-from mailroom.store.models import Account, Identity, Label, Message, PendingChange, utcnow
+from mailroom.store.models import Account, Identity, Label, Message, utcnow
 
 __all__ = ["EmailCreator", "create_emails"]
 
@@ -113,7 +112,7 @@ class EmailCreator:
             error["existingId"] = ids.email_id(existing) if existing is not None else None
             raise FormError(error)
         (message_id,) = result.created_ids
-        self._queue_append(account, message_id, item.provider_id)
+        queue_append(self.session, account, message_id, item.provider_id)
         self.results.append(result)
         return created_email(self.session, message_id)
 
@@ -161,30 +160,6 @@ class EmailCreator:
             return (mail or list(accounts.values()))[0]
         return jmap_account(self.session, self.user_id)
 
-    def _queue_append(self, account: Account, message_id: int, provider_ref: str) -> None:
-        """The pending change that carries the email to the provider (if it has a propagator)."""
-        entry = find(account.provider)
-        if entry is None or entry.propagator is None:
-            return
-        now = utcnow()
-        self.session.execute(
-            insert(PendingChange),
-            [
-                {
-                    "account_id": account.id,
-                    "message_id": message_id,
-                    "provider_id": provider_ref,
-                    "operation": APPEND,
-                    "payload": {APPEND: True},
-                    "state": "pending",
-                    "attempts": 0,
-                    "next_attempt_at": now,
-                    "created_at": now,
-                }
-            ],
-        )
-        wake_after_commit(self.session, {account.id})
-
 
 def _first_from(form: EmailForm) -> str:
     for header in form.headers:
@@ -225,6 +200,8 @@ def create_emails(
     context: Context, session: Session, create: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(created, notCreated) of an ``Email/set`` ``create`` argument, in the call's session."""
+    if not create:
+        return {}, {}
     creator = EmailCreator(context, session, context.principal.user_id)
     created: dict[str, Any] = {}
     not_created: dict[str, Any] = {}
