@@ -53,3 +53,18 @@ def test_bad_arguments_are_invalid_arguments(client: Jmap) -> None:
     assert copy(client, "R1")["error"]["type"] == "invalidArguments"
     missing = client.call("Blob/copy", {"blobIds": []}, using=CORE_ONLY)
     assert missing["error"]["type"] == "invalidArguments"
+
+
+def test_email_copy_is_refused_per_rfc(client: Jmap, bob: Person) -> None:
+    """Email/copy: another account is (from)AccountNotFound; the one account is invalidArguments."""
+    into_self = client.call(
+        "Email/copy", {"fromAccountId": client.account, "create": {"k": {"id": "M1"}}}
+    )
+    assert into_self["error"]["type"] == "invalidArguments"
+    from_other = client.call("Email/copy", {"fromAccountId": bob.jmap_account, "create": {}})
+    assert from_other["error"]["type"] == "fromAccountNotFound"
+    into_other = client.call(
+        "Email/copy",
+        {"fromAccountId": client.account, "accountId": bob.jmap_account, "create": {}},
+    )
+    assert into_other["error"]["type"] == "accountNotFound"

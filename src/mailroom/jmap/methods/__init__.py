@@ -12,6 +12,7 @@ from mailroom.jmap.methods import (
     blob,
     core,
     email_changes,
+    email_copy,
     email_get,
     email_import,
     email_query,
@@ -75,6 +76,7 @@ METHODS: dict[str, Method] = {
     "Blob/copy": _method(
         CORE, blob.blob_copy, frozenset({"fromAccountId", "accountId", "blobIds"})
     ),
+    "Email/copy": _method(MAIL, email_copy.email_copy, email_copy.EMAIL_COPY_ARGUMENTS),
     "SearchSnippet/get": _method(
         MAIL, snippet.snippet_get, frozenset({"accountId", "filter", "emailIds"})
     ),

@@ -34,13 +34,19 @@ def _blob_ids(context: Context, value: object) -> list[str]:
     return list(dict.fromkeys(value))
 
 
-def blob_copy(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
-    """Blob/copy: every readable blob id maps to itself in the (same) target account."""
+def from_account(context: Context, args: dict[str, Any]) -> str:
+    """The ``fromAccountId`` of a copy: the caller's account, else ``fromAccountNotFound``."""
     source = args.get("fromAccountId")
     if not isinstance(source, str):
         raise invalid_arguments("fromAccountId is required and must be a string.")
     if ids.parse_account(source) != context.principal.user_id:
         raise MethodError("fromAccountNotFound", f"There is no account {source!r} to copy from.")
+    return source
+
+
+def blob_copy(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    """Blob/copy: every readable blob id maps to itself in the (same) target account."""
+    source = from_account(context, args)
     user_id = context.check_account(args)
     copied: dict[str, str] = {}
     not_copied: dict[str, Any] = {}
