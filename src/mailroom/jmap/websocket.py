@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from mailroom.jmap.request_slots import RequestSlots
 from mailroom.store.engine import Store
 
 SUBPROTOCOL = "jmap"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,12 @@ class Connection:
         self._requests: set[asyncio.Task[None]] = set()
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Send one JSON message (one writer at a time)."""
+        """Send one JSON message (one writer at a time); nothing if the client has left."""
         async with self._send_lock:
-            await self.websocket.send_text(json.dumps(message))
+            try:
+                await self.websocket.send_text(json.dumps(message))
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                log.info("JMAP WebSocket client left before an answer could be sent")
 
     async def run(self) -> None:
         """Answer messages until the client closes the socket or the server stops."""
