@@ -17,6 +17,8 @@
 ``MAILROOM_CORS_ORIGINS``  web pages (comma-separated origins such as
                            ``https://webmail.example.org``) that may use JMAP from
                            another site; any other Origin is refused (403).
+``MAILROOM_PUSH_ALLOW_HTTP`` ``1`` lets JMAP push subscriptions use plain http
+                           URLs (for test receivers; https is required otherwise).
 
 Every field of :class:`Settings` is ``MAILROOM_<FIELD>`` (any case). A keyword
 given to :func:`load_settings` (a CLI flag) wins over the environment, the
@@ -93,6 +95,9 @@ class Settings:
     signin_lockout_minutes: int = 15
     web_session_days: int = 30  # a web sign-in lasts this long, then asks again
     cors_origins: str = ""  # MAILROOM_CORS_ORIGINS: origins of web JMAP clients (CORS)
+    # MAILROOM_PUSH_ALLOW_HTTP=1: JMAP push subscriptions may use http URLs (test set-ups
+    # only; the receiver must still pass the SSRF guard and its allow-list).
+    push_allow_http: int = 0
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):

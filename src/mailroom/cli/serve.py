@@ -94,7 +94,10 @@ def serve_command(
 
     jmap = JmapConfig(
         cors_origins=tuple(app.settings.cors_origin_list),
-        push=PushPolicy(allowed_private_hosts=tuple(app.settings.allowed_private_host_list)),
+        push=PushPolicy(
+            allow_http=bool(app.settings.push_allow_http),
+            allowed_private_hosts=tuple(app.settings.allowed_private_host_list),
+        ),
     )
     if owner is not None:
         click.echo(
