@@ -119,6 +119,8 @@ def test_query_changes_errors(store: Store, client: Jmap, alice: Person) -> None
         kind: str = result["error"]["type"]
         return kind
 
+    assert error() == "invalidArguments"
+    assert error(sinceQueryState=7) == "invalidArguments"
     assert error(sinceQueryState="not-a-state") == "cannotCalculateChanges"
     assert error(sinceQueryState="99999999999") == "cannotCalculateChanges"
     assert error(sinceQueryState=state, maxChanges=1) == "tooManyChanges"

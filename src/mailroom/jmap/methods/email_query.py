@@ -122,6 +122,8 @@ def email_query_changes(context: Context, session: Session, args: dict[str, Any]
     results are read only as far as that email, unless it changed itself.
     """
     user_id = context.check_account(args)
+    if not isinstance(args.get("sinceQueryState"), str):
+        raise invalid_arguments("sinceQueryState is required: the queryState of an Email/query.")
     limit = max_changes(args)
     states = current_states(session, user_id)
     since = parse_state(args.get("sinceQueryState"), states.floor("Email", "Thread"), states.query)
