@@ -40,7 +40,6 @@ COLLATIONS = ("i;ascii-casemap", "i;unicode-casemap", "i;octet")
 DEFAULT_COLLATION = "i;unicode-casemap"
 # Properties whose value never changes for an email (RFC 8620 §5.6 upToId).
 IMMUTABLE_SORTS = frozenset({"receivedAt", "size", "from", "to", "subject", "sentAt"})
-COMPARATOR_KEYS = frozenset({"property", "isAscending", "collation", "keyword"})
 
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
@@ -78,9 +77,9 @@ def parse_sort(sort: object, check_keyword: Callable[[object], str]) -> list[Com
 def _comparator(item: object, check_keyword: Callable[[object], str]) -> Comparator:
     if not isinstance(item, dict) or not isinstance(item.get("property"), str):
         raise invalid_arguments("A comparator is an object with a property.")
-    unknown = set(item) - COMPARATOR_KEYS
-    if unknown:
-        raise invalid_arguments(f"Unknown comparator arguments: {', '.join(sorted(unknown))}.")
+    # Other members are ignored, not refused: RFC 8620 section 5.5 lets a data type add
+    # comparator properties, and jmapc puts anchorOffset, position and calculateTotal
+    # into every comparator it sends.
     name = item["property"]
     if name not in SORT_PROPERTIES:
         raise MethodError("unsupportedSort", f"Sorting by {name!r} is not supported.")
