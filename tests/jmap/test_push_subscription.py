@@ -306,3 +306,14 @@ def test_an_expired_subscription_is_deleted(pusher: Jmap, receiver: Receiver) ->
     while core(pusher, "PushSubscription/get", {})[1]["list"] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert core(pusher, "PushSubscription/get", {})[1]["list"] == []
+
+
+def test_retries_stop_when_the_subscription_is_destroyed(pusher: Jmap, receiver: Receiver) -> None:
+    """A subscription destroyed while its POST waits for a retry gets no more POSTs."""
+    receiver.status = 503
+    created = subscribe(pusher, receiver.url)
+    receiver.wait(1)
+    core(pusher, "PushSubscription/set", {"destroy": [created["id"]]})
+    count = len(receiver.received)
+    time.sleep(2.0)  # the retries of a live one would come at 0.05, 0.15, 0.35, 0.75, 1.55 s
+    assert len(receiver.received) <= count + 1  # at most the one already on its way

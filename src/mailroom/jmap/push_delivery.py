@@ -195,6 +195,8 @@ class PushDelivery:
     async def _deliver(self, target: Target, payload: dict[str, Any], topic: str | None) -> None:
         wait = self.policy.retry_base
         for attempt in range(1, self.policy.attempts + 1):
+            if attempt > 1 and not await run_in_threadpool(self._exists, target.id):
+                return  # destroyed (or expired) while waiting to retry
             try:
                 if await self._post(target, payload, topic):
                     return
@@ -212,6 +214,12 @@ class PushDelivery:
                     account = ids.account_id(target.user_id)
                     payload["changed"][account].update({t: str(s) for t, s in newer.items()})
         log.warning("push subscription %s: dropped a %s after retries", target.id, payload["@type"])
+
+    def _exists(self, subscription: int) -> bool:
+        now = datetime.now(UTC)
+        with self.store.session() as session:
+            row = session.get(PushSubscription, subscription)
+            return row is not None and (row.expires_at is None or row.expires_at > now)
 
     def _forget(self, subscription: int) -> None:
         with self.store.session() as session:
