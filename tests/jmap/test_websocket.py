@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 from collections.abc import Iterator
 from typing import Any
 
@@ -180,3 +181,20 @@ def test_push_of_vacation_identity_and_email_delivery(
     ingest(store, (alice.user_id, alice.account_id, alice.inbox), [("new", make_message("n@x"))])
     change = json.loads(socket.recv(timeout=15))
     assert set(change["changed"][alice.jmap_account]) == {"EmailDelivery"}
+
+
+def test_wss_over_tls(tls_server: Server, alice: Person) -> None:
+    """Over https the session names a wss URL, and a client trusting the certificate uses it."""
+    with Jmap(tls_server, alice) as client:
+        url = client.session["capabilities"][WEBSOCKET]["url"]
+    assert url.startswith("wss://")
+    assert isinstance(tls_server.verify, str)
+    context = ssl.create_default_context(cafile=tls_server.verify)
+    with connect(
+        url,
+        subprotocols=["jmap"],  # type: ignore[list-item]
+        additional_headers=basic(alice),
+        ssl=context,
+    ) as ws:
+        answer = ask(ws, {"@type": "Request", "id": "t", "using": [CORE], "methodCalls": []})
+    assert answer["requestId"] == "t"
