@@ -21,11 +21,11 @@ from mailroom.jmap.methods import (
     mailbox,
     mailbox_query,
     mailbox_set,
+    push_subscription,
     snippet,
     submission,
     thread,
     vacation,
-    push_subscription,
 )
 from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION, VACATION
 
