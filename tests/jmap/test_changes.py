@@ -351,3 +351,29 @@ def test_a_new_mailbox_with_mail_filed_into_it_is_only_created(
     assert f"L{alice.inbox}" in followed["updated"]
     for page in _pages(client, "Mailbox", before, 3):
         assert f"L{label_id}" not in page["updated"]
+
+
+def test_a_thread_made_and_merged_away_since_the_state_is_left_out(
+    store: Store, client: Jmap, alice: Person
+) -> None:
+    """A thread made and dissolved by a merge in the window is in no list; the survivor is."""
+    before = states(client)
+    hello_thread = _thread(client, alice, "hello")
+    account = (alice.user_id, alice.account_id, alice.inbox)
+    lonely = make_message("lonely@x", subject="On its own", minutes=80)
+    (lonely_id,) = ingest(store, account, [("lonely", lonely)]).created_ids
+    short_lived = client.call(
+        "Email/get", {"ids": [email_id(lonely_id)], "properties": ["threadId"]}
+    )["list"][0]["threadId"]
+    assert short_lived != hello_thread
+    bridge = make_message(
+        "bridge2@x", subject="Re: both", references=["hello@x", "lonely@x"], minutes=90
+    )
+    (bridge_id,) = ingest(store, account, [("bridge2", bridge)]).created_ids
+    threads = follow(client, "Thread", before["Thread"])
+    assert short_lived not in threads["created"] | threads["updated"] | threads["destroyed"]
+    assert hello_thread in threads["updated"]
+    emails = follow(client, "Email", before["Email"])
+    assert emails["created"] == {email_id(lonely_id), email_id(bridge_id)}
+    middle_of_it = follow(client, "Thread", before["Thread"], max_changes=1)
+    assert middle_of_it["state"] == client.state("Thread")

@@ -243,7 +243,10 @@ class EmailReader:
                     obj[name] = utc_date(message.received_at)
                 elif name == "sentAt":  # header:Date:asDate, the sender's offset kept
                     dates = [v for k, v in fields if k.lower() == "date"]
-                    obj[name] = as_date(dates[-1]) if dates else None
+                    if mid not in headers:  # no stored header list: the parsed column, in UTC
+                        obj[name] = utc_date(message.sent_at)
+                    else:
+                        obj[name] = as_date(dates[-1]) if dates else None
                 elif name == "messageId":
                     obj[name] = [message.message_id_header] if message.message_id_header else None
                 elif name in ("inReplyTo", "references"):
