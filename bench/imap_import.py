@@ -32,7 +32,12 @@ Two more lines explain where the time goes (skip them with ``--no-breakdown``):
 * ``local-import``: mailroom's ingest alone — the same Maildir imported from disk by
   the local provider (batches of 50, like an import page), no IMAP.
 
-Prints one JSON object per run and a summary line with the ratio.
+Prints one JSON object per run and a summary line with the ratio. Each run also
+reports ``cpu_s``, the CPU time (user + system) of the measured command and every
+process under it: on a machine loaded by other work the wall times move with the
+load, the CPU times much less, so their ratio is the steadier figure. The
+summary line gives both; a summary line with ``load`` names the 1-minute load
+average at the start and the end.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,6 +71,12 @@ def ensure_corpus(copies: int) -> Path:
         check=True,
     )
     return dest
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's waited-for descendants so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def count(maildir: Path) -> int:
@@ -144,13 +156,13 @@ Sync Pull
 SyncState *
 """
     )
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     done = subprocess.run(["mbsync", "-q", "-c", str(config), "-a"], capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"mbsync failed ({done.returncode}): {done.stderr.strip()}")
     pulled = sum(count(p) for p in local.iterdir() if p.is_dir() and (p / "cur").is_dir())
-    return {"seconds": seconds, "messages": pulled}
+    return {"seconds": seconds, "cpu_s": round(cpu, 2), "messages": pulled}
 
 
 CHILD = r"""
@@ -213,10 +225,12 @@ def run_mailroom(
         database_url or "",
         str(data),
     ]
+    cpu = children_cpu()
     done = subprocess.run(_profiled(command, profile), capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"mailroom failed:\n{done.stderr[-4000:]}")
     result: dict[str, float] = json.loads(_last_json(done.stdout))
+    result["cpu_s"] = round(children_cpu() - cpu, 2)
     return result
 
 
@@ -288,7 +302,7 @@ def run_cli(
             *command,
         ]
     output = bytearray()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     if tty:
         import pty
         import threading
@@ -315,8 +329,9 @@ def run_cli(
         raise SystemExit(
             f"mailroom sync failed ({code}):\n{output[-4000:].decode(errors='replace')}"
         )
+    cpu = children_cpu() - cpu
     stored = _stored(database_url or f"sqlite:///{data}/mailroom.sqlite3")
-    return {"seconds": seconds, "messages": stored}
+    return {"seconds": seconds, "cpu_s": round(cpu, 2), "messages": stored}
 
 
 def _stored(url: str) -> int:
@@ -395,6 +410,8 @@ def main() -> None:
     case = "one folder" if args.one_folder else "two folders"
     how = "CLI" if args.cli else "in-process"
     runs: dict[str, list[float]] = {"mbsync": [], "mailroom": []}
+    cpu: dict[str, list[float]] = {"mbsync": [], "mailroom": []}
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="mailroom-imap-bench-") as tmp:
         scratch = Path(tmp)
         with DovecotServer(scratch / "server") as server:
@@ -406,6 +423,7 @@ def main() -> None:
                     mbsync_scratch.mkdir()
                     result = run_mbsync(server, mbsync_scratch)
                     runs["mbsync"].append(result["seconds"])
+                    cpu["mbsync"].append(result["cpu_s"])
                     print(json.dumps({"tool": "mbsync", "run": run, **result}), flush=True)
                 run_scratch = scratch / f"mailroom-{run}"
                 run_scratch.mkdir()
@@ -419,6 +437,7 @@ def main() -> None:
                 else:
                     result = run_mailroom(server, run_scratch, args.database_url, profile)
                 runs["mailroom"].append(result["seconds"])
+                cpu["mailroom"].append(result["cpu_s"])
                 print(json.dumps({"tool": f"mailroom ({how})", "run": run, **result}), flush=True)
                 if runs["mbsync"]:
                     print(
@@ -444,6 +463,15 @@ def main() -> None:
             f"{served} messages, {case}, mailroom {how}: median of {args.repeat}: "
             f"mbsync {mbsync:.1f} s, mailroom {mailroom:.1f} s ({mailroom / mbsync:.2f}x mbsync; "
             f"per-run ratios {', '.join(f'{r:.2f}' for r in ratios)}; target 2x)"
+        )
+        mbsync_cpu, mailroom_cpu = (
+            statistics.median(cpu["mbsync"]),
+            statistics.median(cpu["mailroom"]),
+        )
+        print(
+            f"CPU (user + system, every process of the tool): mbsync {mbsync_cpu:.1f} s, "
+            f"mailroom {mailroom_cpu:.1f} s (medians); load {load_start:.1f} at the start, "
+            f"{os.getloadavg()[0]:.1f} at the end"
         )
     else:
         print(f"{served} messages, {case}, mailroom {how}: median {mailroom:.1f} s")

@@ -10,6 +10,14 @@ left, so the caller (a job that schedules the next page, or ``mailroom sync
 --until-imported``) knows whether to go on. Pages of several accounts may
 interleave freely: every call reads its marks afresh.
 
+Page size: 50 UIDs (``PAGE_SIZE``). On a connection kept across pages (``mailroom
+sync --until-imported``, a worker holding its connection), where the next page is
+fetched and parsed ahead while this one is stored (:mod:`.prefetch`), pages grow
+from 50 by doubling to ``KEPT_PAGE_LIMIT`` (200, the local importer's batch): every
+page is one transaction, and much of a small page's cost is the transaction's fixed
+part (threading queries, bookkeeping and the commit cost about as much for 50
+messages as for 200).
+
 Failures cost one message: a page with a message that cannot be fetched or stored
 keeps the floor just above it and is asked again; on the 5th failed attempt the
 message goes to the skipped ledger and the floor moves past it (:mod:`.state`).
@@ -50,6 +58,7 @@ log = logging.getLogger(__name__)
 
 LAST_PAGE_KEY = "imap.import.last_page_at"
 STALL_AFTER = timedelta(minutes=5)
+KEPT_PAGE_LIMIT = 4 * PAGE_SIZE  # pages on a kept connection grow to this (see above)
 _SCAN_CHUNK = 500
 
 
@@ -183,15 +192,16 @@ def _import_page(
         return more
 
 
-def _uids_below(conn: ImapConnection, floor: int) -> Iterator[list[int]]:
+def _uids_below(conn: ImapConnection, floor: int, wanted: int) -> Iterator[list[int]]:
     """The folder's UIDs below ``floor``, newest first, in chunks of at most _SCAN_CHUNK.
 
-    The server is asked for windows just below the floor, starting with four
-    pages' worth of UIDs and four times wider each time, so a page costs a
-    search of a few hundred UIDs rather than a list of the whole folder (UIDs
-    are mostly dense; a sparse folder costs a few more searches).
+    The server is asked for windows just below the floor, starting with twice
+    the ``wanted`` UIDs (this page and the next) and four times wider each
+    time, so a page costs a search of a few hundred UIDs rather than a list of
+    the whole folder (UIDs are mostly dense; a sparse folder costs a few more
+    searches).
     """
-    high, span = floor - 1, 4 * PAGE_SIZE  # a page and the one after it, with room for gaps
+    high, span = floor - 1, 2 * wanted  # with room for gaps
     while high >= 1:
         low = max(1, high - span + 1)
         found = conn.uids(f"{low}:{high}")
@@ -217,18 +227,21 @@ def _page(
         assert folder is not None
         marks = FolderMarks.of(folder)
     floor = marks.import_floor_uid or 1
+    ahead = LookAhead.of(conn, floor - 1) if lookahead else None
+    size = ahead.page_size if ahead is not None else PAGE_SIZE
+    next_size = min(2 * size, KEPT_PAGE_LIMIT) if ahead is not None else PAGE_SIZE
     page: list[int] = []
     following: list[int] = []  # the page after this one, for the look-ahead
     skipped_located = 0
     lowest_seen = floor
     exhausted = True  # the scan reached the bottom of the folder
     with store.session() as session:
-        for chunk in _uids_below(conn, floor):
+        for chunk in _uids_below(conn, floor, size + next_size):
             stored = located(session, folder_id, validity, chunk)
             for uid in chunk:
-                if len(following) >= PAGE_SIZE:
+                if len(following) >= next_size:
                     break
-                if len(page) >= PAGE_SIZE:
+                if len(page) >= size:
                     if uid not in stored and uid not in marks.given_up:
                         following.append(uid)
                     continue
@@ -237,11 +250,12 @@ def _page(
                     skipped_located += 1
                 else:
                     page.append(uid)
-            if len(following) >= PAGE_SIZE or (len(page) >= PAGE_SIZE and not lookahead):
+            if len(following) >= next_size or (len(page) >= size and ahead is None):
                 exhausted = False
                 break
-    ahead = LookAhead.of(conn, floor - 1) if lookahead else None
     prefetched = ahead.take(folder_id, validity, page) if ahead is not None and page else None
+    if ahead is not None:
+        ahead.page_size = next_size  # the next page is exactly ``following``
     if ahead is not None and following and not marks.careful:
         ahead.start(folder_id, path, validity, following)  # a worker fetches the next page
         if prefetched is None and page:
@@ -269,7 +283,7 @@ def _page(
         new_floor = max(retry) + 1 if retry else lowest_seen
     else:
         new_floor = 1  # nothing below the floor is missing: this folder's history is done
-    if len(page) < PAGE_SIZE and not retry and exhausted:
+    if len(page) < size and not retry and exhausted:
         new_floor = 1  # the scan reached the bottom of the folder
     marks.import_floor_uid = min(floor, new_floor)
     with store.session() as session:

@@ -30,6 +30,7 @@ from concurrent.futures import Future
 from mailroom.mime.pool import ParsePool
 from mailroom.providers.imap.connection import ImapConnection
 from mailroom.providers.imap.remote import FetchedPage, close_connections, fetch_page
+from mailroom.providers.imap.state import PAGE_SIZE
 
 __all__ = ["FetchedPage", "LookAhead"]
 
@@ -50,6 +51,7 @@ class LookAhead:
             expected_messages if conn.relogin else 0, workers=workers, preload=[__name__]
         )
         self._ahead: tuple[_PageKey, Future[FetchedPage]] | None = None
+        self.page_size = PAGE_SIZE  # of the next page; the importer grows it page by page
         conn.on_close.append(self.close)
 
     @classmethod
