@@ -49,7 +49,7 @@ from starlette.concurrency import run_in_threadpool
 
 from mailroom.jmap import ids
 from mailroom.jmap.methods.push_subscription import subscription_id
-from mailroom.jmap.push_policy import PushPolicy, UnusableUrl
+from mailroom.jmap.push_policy import PushPolicy, UnresolvableUrl, UnusableUrl
 from mailroom.jmap.push_states import PUSH_TYPES, push_states
 from mailroom.jmap.webpush import UserAgentKeys, encrypt
 from mailroom.store.engine import Store
@@ -200,6 +200,8 @@ class PushDelivery:
             try:
                 if await self._post(target, payload, topic):
                     return
+            except UnresolvableUrl:
+                pass  # DNS may answer on the next try
             except _Gone:
                 await run_in_threadpool(self._forget, target.id)
                 return

@@ -24,6 +24,10 @@ class UnusableUrl(ValueError):
     """The URL cannot be a push subscription's (the message says why)."""
 
 
+class UnresolvableUrl(UnusableUrl):
+    """The URL's host does not resolve now (it may later: a delivery retries)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PushPolicy:
     """The operator's rules for push subscriptions and their delivery."""
@@ -60,11 +64,14 @@ class PushPolicy:
         parts = self.parse(url)
         assert parts.hostname is not None
         port = parts.port or (443 if parts.scheme == "https" else 80)
+        why = (
+            "The url's host cannot be used from this server (it does not resolve, or "
+            "resolves to a private address)."
+        )
         try:
             addresses = check_host(parts.hostname, port, self.allowed_private_hosts)
-        except (AuthError, TransientError):
-            raise UnusableUrl(
-                "The url's host cannot be used from this server (it does not resolve, or "
-                "resolves to a private address)."
-            ) from None
+        except AuthError:
+            raise UnusableUrl(why) from None
+        except TransientError:
+            raise UnresolvableUrl(why) from None
         return parts, addresses[0]
