@@ -17,6 +17,8 @@
 #   - Redis: redis-server --daemonize on that port, no persistence, in .test-services/.
 # Dovecot (/usr/sbin/dovecot, package dovecot-imapd) is installed when missing and root;
 # the tests start their own private Dovecot (tests/support/dovecot.py).
+# Node.js and npm (Debian's nodejs and npm when missing and root) and the npm JMAP client
+# the tests drive, installed from tests/js/package-lock.json into tests/js/node_modules.
 # Packages are installed with service start-up blocked (policy-rc.d), so no system
 # daemons appear on the standard ports.
 #
@@ -350,6 +352,23 @@ stop_private() {
     done
 }
 
+ensure_js_clients() {
+    local dir="$ROOT/tests/js"
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        apt_install nodejs npm
+    fi
+    if ! command -v npm >/dev/null; then
+        FAILED+=("Node.js and npm (packages nodejs and npm) are not installed and could not be.")
+        return
+    fi
+    [[ -f "$dir/node_modules/.package-lock.json" && "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]] && return
+    if npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null; then
+        say "installed the npm JMAP client of tests/js"
+    else
+        FAILED+=("npm could not install tests/js (npm ci in tests/js says why).")
+    fi
+}
+
 # --------------------------------------------------------------------- main
 
 case "${1:-start}" in
@@ -367,6 +386,7 @@ esac
 ensure_postgres
 ensure_redis
 ensure_dovecot
+ensure_js_clients
 
 if ((${#FAILED[@]})); then
     if [[ "$CI" == true ]]; then
