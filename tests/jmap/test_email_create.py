@@ -287,6 +287,29 @@ REFUSALS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("bad address", {"to": [{"email": 5}]}, ["to"]),
     ("bad date", {"sentAt": "yesterday"}, ["sentAt"]),
     ("line break", {"subject": "a\r\nBcc: x@y"}, ["subject"]),
+    (
+        "field twice in a part",
+        {"textBody": [{"partId": "t", "header:X-A": " 1", "header:x-a:asText": "2"}]},
+        ["textBody"],
+    ),
+    (
+        "root part repeats a top field",
+        {"textBody": None, "bodyStructure": {"partId": "t", "header:Subject:asText": "x"}},
+        ["subject", "bodyStructure"],
+    ),
+    ("part header form", {"textBody": [{"partId": "t", "header:Bad Name": "x"}]}, ["textBody"]),
+    (
+        "part content type header",
+        {"textBody": [{"partId": "t", "header:Content-Type": " text/plain"}]},
+        ["textBody"],
+    ),
+    ("bad part name", {"attachments": [{"partId": "t", "name": 5}]}, ["attachments"]),
+    ("bad media type", {"textBody": [{"partId": "t", "type": "text"}]}, ["textBody"]),
+    (
+        "multipart without parts",
+        {"textBody": None, "bodyStructure": {"type": "multipart/mixed"}},
+        ["bodyStructure"],
+    ),
 ]
 
 

@@ -263,16 +263,17 @@ class _Fields:
     """The header fields named so far in one object: each field at most once."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, str] = {}
+        self.seen: dict[str, tuple[str, str]] = {}
 
-    def claim(self, key: str, prop: str) -> None:
-        first = self.seen.setdefault(key, prop)
+    def claim(self, key: str, prop: str, reported: str | None = None) -> None:
+        """Note that ``prop`` sets the field ``key``; ``reported``: the Email property to name."""
+        first, first_reported = self.seen.setdefault(key, (prop, reported or prop))
         if first != prop:
             raise FormError(
                 set_error(
                     "invalidProperties",
                     f"{first} and {prop} are the same header field; give it once.",
-                    [first, prop],
+                    list(dict.fromkeys([first_reported, reported or prop])),
                 )
             )
 
@@ -302,7 +303,10 @@ class _Body:
             if key == "headers":
                 raise _invalid(prop, "headers cannot be given; set each header:Name property.")
             if key.startswith("header:"):
-                spec = header_property(key)
+                try:
+                    spec = header_property(key)
+                except FormError as exc:  # named by the Email property that holds the part
+                    raise _invalid(prop, exc.error["description"]) from None
                 if spec.key == "content-transfer-encoding":
                     raise _invalid(prop, "Content-Transfer-Encoding is the server's to choose.")
                 if spec.key in PART_HEADER_PROPERTY:
@@ -310,7 +314,7 @@ class _Body:
                         prop,
                         f"{key} is given by the part property {PART_HEADER_PROPERTY[spec.key]}.",
                     )
-                fields.claim(spec.key, key)
+                fields.claim(spec.key, key, prop)
                 headers.extend(header_values(spec.name, spec.form, spec.every, value, prop))
             elif key not in PART_PROPERTIES:
                 raise _invalid(prop, f"{key} is not an EmailBodyPart property.")
@@ -386,13 +390,20 @@ class _Body:
 
 
 def _optional_string(obj: dict[str, Any], key: str, prop: str) -> str | None:
+    """A part's string property or None; the error names the Email property holding the part."""
     value = obj.get(key)
-    return None if value is None else _string(value, f"{prop}: {key}")
+    if value is not None and not isinstance(value, str):
+        raise _invalid(prop, f"{key} of a part in {prop} must be a string.")
+    return value
 
 
 def _optional_strings(obj: dict[str, Any], key: str, prop: str) -> tuple[str, ...]:
     value = obj.get(key)
-    return () if value is None else _strings(value, f"{prop}: {key}")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _invalid(prop, f"{key} of a part in {prop} must be a list of strings.")
+    return tuple(value)
 
 
 def _body_values(value: object) -> dict[str, str]:
