@@ -28,6 +28,7 @@ RAW = (
     b"X-Multi: one\r\n"
     b"X-Multi: two\r\n"
     b"X-Latin: caf\xe9\r\n"
+    b"X-Glued: Re:=?UTF-8?Q?x?= =?UTF-8?Q?a?=\r\n =?UTF-8?Q?b?=\r\n"
     b"X-When: Mon, 02 Jan 2006 15:04:05 -0700\r\n"
     b"MIME-Version: 1.0\r\n"
     b"Content-Type: text/plain; charset=utf-8\r\n"
@@ -79,7 +80,7 @@ def test_raw_form_keeps_leading_space_folding_and_encoded_words(
     ]
     assert got["headers"][0] == {"name": "Return-Path", "value": " <bounce@example.org>"}
     assert {"name": "Subject", "value": folded} in got["headers"]
-    assert len(got["headers"]) == 20
+    assert len(got["headers"]) == 21
 
 
 def test_text_form_unfolds_and_decodes(client: Jmap, emails: dict[str, str]) -> None:
@@ -90,10 +91,13 @@ def test_text_form_unfolds_and_decodes(client: Jmap, emails: dict[str, str]) -> 
         "header:Subject:asText",
         "header:List-Id:asText",
         "header:X-Multi:asText:all",
+        "header:X-Glued:asText",
     )
     assert got["header:Subject:asText"] == "Café time folded here"
     assert got["header:List-Id:asText"] == "Walrus fans <walrus.example.org>"
     assert got["header:X-Multi:asText:all"] == ["one", "two"]
+    # RFC 2047 §5: a word glued to text is not decoded; space between two words goes.
+    assert got["header:X-Glued:asText"] == "Re:=?UTF-8?Q?x?= ab"
 
 
 def test_address_forms(client: Jmap, emails: dict[str, str]) -> None:

@@ -84,6 +84,8 @@ _FOLD_RE = re.compile(r"\r?\n(?=[ \t])")
 _LINE_END_RE = re.compile(r"[\r\n]")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _URL_RE = re.compile(r"<([^<>]*)>")
+_WORDS_RE = re.compile(r"(\s+)")
+_ENCODED_WORD_RE = re.compile(r"=\?[^?\s*]+(?:\*[^?\s]*)?\?[bBqQ]\?[^?\s]*\?=")
 
 
 class RawHeaderPolicy(Compat32):
@@ -161,9 +163,36 @@ def _unfolded(raw: str) -> str:
     return _LINE_END_RE.sub("", _FOLD_RE.sub("", raw))
 
 
+def _decode_placed_words(text: str) -> str:
+    """Decode the encoded words that RFC 2047 §5 places correctly; leave any other text alone.
+
+    In unstructured text an encoded word stands between white space (or the
+    ends of the value); white space between two of them is dropped. A word
+    glued to other text, or holding a space, is not an encoded word and stays.
+    """
+    out: list[str] = []
+    run: list[str] = []  # encoded words and the white space between them
+
+    def flush() -> None:
+        tail = run.pop() if run and run[-1].isspace() else ""
+        if run:
+            out.append(decode_encoded_words("".join(run)))
+        out.append(tail)
+        run.clear()
+
+    for token in _WORDS_RE.split(text):
+        if _ENCODED_WORD_RE.fullmatch(token) or (run and token.isspace()):
+            run.append(token)
+        else:
+            flush()
+            out.append(token)
+    flush()
+    return "".join(out)
+
+
 def as_text(raw: str) -> str:
     """The Text form: unfolded, leading spaces removed, encoded words decoded, NFC."""
-    text = decode_encoded_words(_unfolded(raw).lstrip(" "))
+    text = _decode_placed_words(_unfolded(raw).lstrip(" "))
     return unicodedata.normalize("NFC", _CONTROL_RE.sub("", text))
 
 
