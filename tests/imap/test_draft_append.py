@@ -55,15 +55,17 @@ def _draft(jmap: Jmap) -> dict[str, Any]:
 def test_a_draft_is_appended_to_drafts_with_the_draft_flag_once(
     store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
 ) -> None:
-    """APPEND to Drafts with \\Draft and \\Seen; the UID is bound and the next sync adds nothing."""
+    """APPEND to Drafts with each keyword's flag; the UID is bound, the next sync adds nothing."""
     sync_all(store, account, settings)
-    result = jmap.call("Email/set", {"create": {"d": _draft(jmap)}})
+    draft = _draft(jmap)
+    draft["keywords"] = {**draft["keywords"], "$flagged": True, "project-x": True}
+    result = jmap.call("Email/set", {"create": {"d": draft}})
     assert result["notCreated"] is None, result["notCreated"]
     created = result["created"]["d"]
     run = propagate_pending(store, account, settings=settings)
     assert run.done == 1 and run.failed == 0
     (flags,) = _drafts_uids(other).values()
-    assert {b"\\Draft", b"\\Seen"} <= flags
+    assert {b"\\Draft", b"\\Seen", b"\\Flagged", b"project-x"} <= flags
     with store.session() as session:
         located = session.scalars(select(MessageLocation.uid)).all()
     assert len(located) == 1
@@ -71,7 +73,7 @@ def test_a_draft_is_appended_to_drafts_with_the_draft_flag_once(
     sync_all(store, account, settings)
     assert message_count(store, account) == count
     email = jmap.call("Email/get", {"ids": [created["id"]], "properties": ["keywords"]})
-    assert email["list"][0]["keywords"].get("$draft") is True
+    assert {"$draft", "$seen", "$flagged", "project-x"} <= set(email["list"][0]["keywords"])
     again = propagate_pending(store, account, settings=settings)
     assert again.done == 0 and len(_drafts_uids(other)) == 1
 
