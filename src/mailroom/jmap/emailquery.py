@@ -15,9 +15,11 @@ is independent of the Drafts mailbox) a ``message_keywords`` row.
 A sort by ``receivedAt`` alone (the list view) is read in keyset pages
 (``received_at``, ``id``) and, with ``collapseThreads``, only the first
 email of each thread is kept, so a first page of 50 reads little more than
-50 rows. Any other sort (:mod:`mailroom.jmap.emailsort`) reads the sort
-columns of every matching email and orders them in Python, identically on
-both stores. ``calculateTotal`` is a separate count; a filter that is just
+50 rows. Other sorts (:mod:`mailroom.jmap.emailsort`) without a text
+comparator are ordered by the database and read in offset pages; a sort
+by ``subject``, ``from`` or ``to`` reads the sort columns of every
+matching email and orders them in Python (RFC 5256 base subjects and the
+collations, identical on both stores). ``calculateTotal`` is a separate count; a filter that is just
 ``inMailbox`` is counted from the trigger-kept ``thread_labels`` without
 touching messages.
 """
@@ -55,7 +57,9 @@ from mailroom.categories.cascade import CATEGORIES
 from mailroom.jmap import ids
 from mailroom.jmap.emailsort import (
     IMMUTABLE_SORTS,
+    KEYWORD_SORTS,
     SORT_PROPERTIES,
+    TEXT_SORTS,
     Comparator,
     newest_first_only,
     order_rows,
@@ -453,14 +457,38 @@ class EmailSearch:
         keyset = newest_first_only(self.comparators)
         self.keyset = keyset is not None  # the list view: keyset pages by (received_at, id)
         self.ascending = bool(keyset)
+        # Without a text comparator the database orders (and pages) the results itself.
+        self.in_python = any(c.property in TEXT_SORTS for c in self.comparators)
         self._ordered: list[int] | None = None
 
-    # -- receivedAt alone: keyset pages ---------------------------------------
+    def _flag(self, comparator: Comparator) -> ColumnElement[int]:
+        """A keyword comparator's value as 0/1."""
+        if comparator.property == "hasKeyword":
+            flag = self.compiler.keyword(Message, comparator.keyword)
+        else:
+            mode = "all" if comparator.property == "allInThreadHaveKeyword" else "some"
+            flag = self.compiler.thread_keyword(comparator.keyword, mode)
+        return case((flag, 1), else_=0)
 
-    def _order(self) -> tuple[Any, Any]:
-        if self.ascending:
-            return Message.received_at.asc(), Message.id.asc()
-        return Message.received_at.desc(), Message.id.desc()
+    def _order(self) -> list[Any]:
+        """ORDER BY of a sort without text comparators (ties by id, as in emailsort)."""
+        clauses: list[Any] = []
+        for comparator in self.comparators:
+            name, ascending = comparator.property, comparator.ascending
+            if name in KEYWORD_SORTS:
+                column: Any = self._flag(comparator)
+            else:
+                column = {"receivedAt": Message.received_at, "size": Message.size}.get(
+                    name, Message.sent_at
+                )
+            ordered = column.asc() if ascending else column.desc()
+            if name == "sentAt":  # a missing date is the smallest, as in emailsort
+                ordered = ordered.nulls_first() if ascending else ordered.nulls_last()
+            clauses.append(ordered)
+        clauses.append(Message.id.asc() if self.comparators[-1].ascending else Message.id.desc())
+        return clauses
+
+    # -- receivedAt alone: keyset pages ---------------------------------------
 
     def _pages(self, first_size: int) -> Iterator[tuple[int, int | None]]:
         last: tuple[datetime, int] | None = None
@@ -487,7 +515,7 @@ class EmailSearch:
             last = (rows[-1].received_at, rows[-1].id)
             size = min(size * 4, 20_000)
 
-    # -- any other sort: every match, ordered in Python -----------------------
+    # -- a sort with a text comparator: every match, ordered in Python --------
 
     def _sorted(self) -> Iterator[tuple[int, int | None]]:
         columns: list[Any] = [Message.id, Message.thread_id]
@@ -507,15 +535,8 @@ class EmailSearch:
             if name in needed:
                 columns.extend(wanted)
         for index, comparator in enumerate(self.comparators):
-            if comparator.property == "hasKeyword":
-                flag = self.compiler.keyword(Message, comparator.keyword)
-            elif comparator.property == "allInThreadHaveKeyword":
-                flag = self.compiler.thread_keyword(comparator.keyword, "all")
-            elif comparator.property == "someInThreadHaveKeyword":
-                flag = self.compiler.thread_keyword(comparator.keyword, "some")
-            else:
-                continue
-            columns.append(case((flag, 1), else_=0).label(f"k{index}"))
+            if comparator.property in KEYWORD_SORTS:
+                columns.append(self._flag(comparator).label(f"k{index}"))
         # Core rows (no ORM loading): every matching email is read here.
         rows = self.session.connection().execute(select(*columns).where(self.condition)).all()
         for row in order_rows(list(rows), self.comparators):
@@ -532,22 +553,38 @@ class EmailSearch:
             yield message_id
 
     def ordered(self) -> list[int]:
-        """Every result id in order, for a sort other than receivedAt alone (kept once read)."""
+        """Every result id in order, for a sort with a text comparator (kept once read)."""
         if self._ordered is None:
             self._ordered = list(self._collapsed(self._sorted()))
         return self._ordered
 
+    # -- any other sort without text: offset pages ordered by the database ---
+
+    def _offset_pages(self, first_size: int) -> Iterator[tuple[int, int | None]]:
+        offset, size = 0, max(first_size, 50)
+        query = select(Message.id, Message.thread_id).where(self.condition).order_by(*self._order())
+        while True:
+            rows = self.session.execute(query.offset(offset).limit(size)).all()
+            for row in rows:
+                yield row.id, row.thread_id
+            if len(rows) < size:
+                return
+            offset += size
+            size = min(size * 4, 20_000)
+
     def iterate(self, first_size: int = 200) -> Iterator[int]:
         """Result ids in order (collapsed to one per thread when asked)."""
-        if not self.keyset:
+        if self.in_python:
             return iter(self.ordered())
-        return self._collapsed(self._pages(first_size))
+        if self.keyset:
+            return self._collapsed(self._pages(first_size))
+        return self._collapsed(self._offset_pages(first_size))
 
     # -- totals and pages -----------------------------------------------------
 
     def total(self) -> int:
         """The number of results."""
-        if not self.keyset:
+        if self.in_python:
             return len(self.ordered())
         if self.simple_mailbox is not None:
             return self._mailbox_total(self.simple_mailbox)
@@ -598,7 +635,7 @@ class EmailSearch:
         if position < 0:
             assert total is not None
             position = max(0, total + position)
-        if not self.keyset:
+        if self.in_python:
             return QueryResult(self.ordered()[position : position + limit], position, total)
         if not self.collapse and limit > 0:
             found = self.session.scalars(
