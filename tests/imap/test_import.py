@@ -323,3 +323,57 @@ def test_a_worker_fetches_the_next_page_on_a_connection_of_its_own(
     assert any(taken)  # at least one page came from the worker, fetched and parsed
     assert len(message_ids(store, account)) == 200
     assert_mirrors(store, account, mailbox)
+
+
+def test_a_look_ahead_whose_worker_died_starts_a_new_one(
+    store: Store,
+    settings: Settings,
+    mailbox: Mailbox,
+    account: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A killed parse worker is replaced: later pages come fetched ahead again; nothing is lost."""
+    import os
+    import signal
+    import time
+
+    from mailroom.providers.imap.login import account_connection
+    from mailroom.providers.imap.prefetch import LookAhead
+
+    monkeypatch.setattr("mailroom.mime.pool.PARALLEL_FROM", 1)  # workers even for 800 messages
+    taken: list[bool] = []
+    original_take = LookAhead.take
+
+    def take(self: LookAhead, folder_id: int, uidvalidity: int, uids: list[int]) -> object:
+        result = original_take(self, folder_id, uidvalidity, uids)
+        taken.append(result is not None)
+        return result
+
+    def workers_up(ahead: LookAhead) -> None:
+        deadline = time.monotonic() + 30
+        while not all(started.done() for started in ahead.pool._started):
+            assert time.monotonic() < deadline, "the parse worker did not start"
+            time.sleep(0.01)
+
+    monkeypatch.setattr(LookAhead, "take", take)
+    with mailbox.client() as client:
+        for i in range(800):
+            client.append("INBOX", make_message(f"d-{i}@x", subject=f"d {i}"))
+    with account_connection(store, account, settings=settings) as conn:
+        sync_account(store, account, settings=settings, connection=conn)
+        assert import_page(store, account, settings=settings, connection=conn)  # 751-800
+        ahead = next(a for a in conn.attached.values() if isinstance(a, LookAhead))
+        workers_up(ahead)
+        assert import_page(store, account, settings=settings, connection=conn)  # 651-750
+        assert import_page(store, account, settings=settings, connection=conn)  # 451-650
+        assert taken[-1], "the page should have come from the worker"
+        pool = ahead.pool._pool
+        assert pool is not None
+        for pid in list(pool._processes):  # the worker dies (killed, out of memory)
+            os.kill(pid, signal.SIGKILL)
+        while import_page(store, account, settings=settings, connection=conn):  # 200s, 50
+            workers_up(ahead)
+        assert ahead.restarts == 1
+        assert taken[-1], "after the restart, pages should come from the new worker again"
+    assert len(message_ids(store, account)) == 800
+    assert_mirrors(store, account, mailbox)
