@@ -11,10 +11,13 @@ Modules, one concept each:
     * :mod:`~mailroom.mime.structure` - MIME tree, IMAP part numbers, body/attachment choice;
     * :mod:`~mailroom.mime.sanitize` - :func:`sanitize_html`, the only HTML that may be shown;
     * :mod:`~mailroom.mime.htmltext` - :func:`html_to_text`;
-    * :mod:`~mailroom.mime.preview` - :func:`make_preview`.
+    * :mod:`~mailroom.mime.preview` - :func:`make_preview`;
+    * :mod:`~mailroom.mime.compose` - the writing side: :func:`~mailroom.mime.compose.compose`
+      builds RFC 5322 bytes from headers and body parts (JMAP drafts; sending later).
 
 Invariants: no public function here raises on any input of the declared types, and every
-string it returns encodes to UTF-8 and holds no U+0000.
+string it returns encodes to UTF-8 and holds no U+0000 — except ``compose``, which refuses
+what the wire cannot carry with ``ComposeError`` (imported from its module, not from here).
 """
 
 from mailroom.mime.addresses import Address, parse_address_list
