@@ -7,6 +7,8 @@ Three kinds of blob id (``jmap.ids``) name bytes a user may read:
   user's upload of the same bytes does not make them visible to this user.
 * ``R<id>`` — the raw RFC 5322 bytes of one of the user's messages.
 * ``A<id>-<part>`` — one MIME part of one of the user's messages, decoded.
+* ``B<sha256>-<part>`` — one MIME part of an upload of the user, decoded
+  (the part blob ids ``Email/parse`` reports for an uploaded message).
 
 Whatever the reason a blob is not there (malformed id, another user's,
 expired, deleted) the answer is the same ``None``, which callers report as
@@ -56,6 +58,20 @@ def _upload(session: Session, user_id: int, sha256: str, now: datetime) -> Found
     return None if row is None else FoundBlob(sha256, row.size, None, row.type)
 
 
+def _part_of(sha256: str, size: int, session: Session, path: str) -> FoundBlob | None:
+    """One decoded MIME part (IMAP part number ``path``) of the stored bytes ``sha256``."""
+    with heavy_work(size):
+        data = session.scalar(select(Blob.data).where(Blob.sha256 == sha256))
+        if data is None:
+            return None
+        structure = parse_structure(0, data)
+        part = find_part(structure, path)
+        if part is None:
+            return None
+        content = part_content(structure, part)
+    return FoundBlob(None, len(content), content, part.ctype, part.filename)
+
+
 def _message_part(
     session: Session, user_id: int, message_id: int, path: str | None
 ) -> FoundBlob | None:
@@ -69,16 +85,7 @@ def _message_part(
         return None
     if path is None:
         return FoundBlob(row.sha256, row.size, None, "message/rfc822")
-    with heavy_work(row.size):
-        data = session.scalar(select(Blob.data).where(Blob.sha256 == row.sha256))
-        if data is None:
-            return None
-        structure = parse_structure(message_id, data)
-        part = find_part(structure, path)
-        if part is None:
-            return None
-        content = part_content(structure, part)
-    return FoundBlob(None, len(content), content, part.ctype, part.filename)
+    return _part_of(row.sha256, row.size, session, path)
 
 
 def find_blob(session: Session, user_id: int, blob_id: object) -> FoundBlob | None:
@@ -86,6 +93,12 @@ def find_blob(session: Session, user_id: int, blob_id: object) -> FoundBlob | No
     sha256 = ids.parse_upload_blob(blob_id)
     if sha256 is not None:
         return _upload(session, user_id, sha256, utcnow())
+    upload_part = ids.parse_upload_part(blob_id)
+    if upload_part is not None:
+        upload = _upload(session, user_id, upload_part[0], utcnow())
+        if upload is None:
+            return None
+        return _part_of(upload_part[0], upload.size, session, upload_part[1])
     parsed = ids.parse_blob(blob_id)
     if parsed is None:
         return None

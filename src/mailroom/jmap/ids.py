@@ -16,7 +16,8 @@ prefix      object                       example
                                          ids)
 ``B``       blob: an upload (by content) ``B`` + the SHA-256 of its bytes in
                                          hex (visible only to the users who
-                                         uploaded those bytes)
+                                         uploaded those bytes); ``B<sha256>-2-1``
+                                         is its MIME part 2.1 (``Email/parse``)
 =========== ============================ ====================================
 
 Ids are stable for the life of the object (they are primary keys) and use
@@ -132,3 +133,18 @@ def parse_upload_blob(value: object) -> str | None:
     if isinstance(value, str) and value.startswith("B") and _SHA256.fullmatch(value[1:]):
         return value[1:]
     return None
+
+
+def upload_part_blob_id(sha256: str, part_path: str) -> str:
+    """The blob id of one MIME part (IMAP part number ``part_path``) of uploaded bytes."""
+    return f"B{sha256}-{part_path.replace('.', '-')}"
+
+
+def parse_upload_part(value: object) -> tuple[str, str] | None:
+    """``(SHA-256, part path)`` of an upload part blob id, or None."""
+    if not isinstance(value, str) or not value.startswith("B"):
+        return None
+    digest, _, tail = value[1:].partition("-")
+    if not _SHA256.fullmatch(digest) or not _PART.fullmatch(tail):
+        return None
+    return digest, tail.replace("-", ".")

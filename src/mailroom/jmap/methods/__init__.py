@@ -15,6 +15,7 @@ from mailroom.jmap.methods import (
     email_copy,
     email_get,
     email_import,
+    email_parse,
     email_query,
     email_set,
     identity,
@@ -77,6 +78,11 @@ METHODS: dict[str, Method] = {
         CORE, blob.blob_copy, frozenset({"fromAccountId", "accountId", "blobIds"})
     ),
     "Email/copy": _method(MAIL, email_copy.email_copy, email_copy.EMAIL_COPY_ARGUMENTS),
+    "Email/parse": _method(
+        MAIL,
+        email_parse.email_parse,
+        (EMAIL_GET - {"ids"}) | {"blobIds"},
+    ),
     "SearchSnippet/get": _method(
         MAIL, snippet.snippet_get, frozenset({"accountId", "filter", "emailIds"})
     ),

@@ -23,14 +23,12 @@ from mailroom.jmap.uploads import own_upload
 from mailroom.store.models.base import utcnow
 
 
-def _blob_ids(context: Context, value: object) -> list[str]:
+def blob_id_list(value: object, most: int, limit_name: str) -> list[str]:
+    """A ``blobIds`` argument: distinct blob ids, at most ``most`` (``requestTooLarge``)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise invalid_arguments("blobIds must be a list of blob ids.")
-    if len(value) > context.limits.max_objects_in_set:
-        raise MethodError(
-            "requestTooLarge",
-            f"At most maxObjectsInSet ({context.limits.max_objects_in_set}) blobs per call.",
-        )
+    if len(value) > most:
+        raise MethodError("requestTooLarge", f"At most {limit_name} ({most}) blobs per call.")
     return list(dict.fromkeys(value))
 
 
@@ -51,7 +49,10 @@ def blob_copy(context: Context, session: Session, args: dict[str, Any]) -> dict[
     copied: dict[str, str] = {}
     not_copied: dict[str, Any] = {}
     now = utcnow()
-    for blob_id in _blob_ids(context, args.get("blobIds")):
+    blob_ids = blob_id_list(
+        args.get("blobIds"), context.limits.max_objects_in_set, "maxObjectsInSet"
+    )
+    for blob_id in blob_ids:
         found = find_blob(session, user_id, blob_id)
         if found is None:
             not_copied[blob_id] = set_error("notFound", f"There is no blob {blob_id}.")
