@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from mailroom.jmap import ids
 from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.errors import MethodError, invalid_arguments, set_error
+from mailroom.jmap.errors import set_error
 from mailroom.jmap.methods.common import boolean, is_int
 from mailroom.jmap.methods.mailbox import (
     PROPERTIES,
@@ -43,6 +43,8 @@ from mailroom.jmap.methods.mailbox import (
     mailbox_counts,
     mailbox_object,
 )
+from mailroom.jmap.methods.object_state import check_if_in_state
+from mailroom.jmap.methods.set_arguments import set_arguments
 from mailroom.labels.lifecycle import KEEP, LabelLifecycle, LabelRefused
 from mailroom.store.models import Label
 
@@ -220,24 +222,6 @@ def _subscribed(value: object) -> bool:
     return value
 
 
-def _arguments(
-    context: Context, args: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    create = {} if args.get("create") is None else args["create"]
-    update = {} if args.get("update") is None else args["update"]
-    destroy = [] if args.get("destroy") is None else args["destroy"]
-    if not isinstance(create, dict) or not isinstance(update, dict):
-        raise invalid_arguments("create and update must be objects or null.")
-    if not isinstance(destroy, list) or not all(isinstance(v, str) for v in destroy):
-        raise invalid_arguments("destroy must be a list of ids or null.")
-    if len(create) + len(update) + len(destroy) > context.limits.max_objects_in_set:
-        raise MethodError(
-            "requestTooLarge",
-            f"At most maxObjectsInSet ({context.limits.max_objects_in_set}) objects per call.",
-        )
-    return create, update, list(dict.fromkeys(destroy))
-
-
 def _creation_order(create: dict[str, Any]) -> list[str]:
     """Creation ids so that a parent created in the same call comes before its children."""
     order: list[str] = []
@@ -262,10 +246,9 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
     """Mailbox/set (module docstring)."""
     user_id = context.check_account(args)
     old_state = current_states(session, user_id).mailbox
-    if_in_state = args.get("ifInState")
-    if if_in_state is not None and if_in_state != str(old_state):
-        raise MethodError("stateMismatch", "The Mailbox state is not ifInState.")
-    create, update, destroy = _arguments(context, args)
+    check_if_in_state(args.get("ifInState"), old_state, "Mailbox")
+    asked = set_arguments(context, args)
+    create, update, destroy = asked.create, asked.update, asked.destroy
     remove_emails = boolean(args, "onDestroyRemoveEmails")
     writer = MailboxWriter(context, session, user_id)
 
