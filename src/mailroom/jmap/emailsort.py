@@ -18,6 +18,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from mailroom.jmap.basesubject import base_subject
@@ -61,6 +62,12 @@ def fold(text: str, collation: str) -> str:
     if collation == "i;unicode-casemap":
         return unicodedata.normalize("NFKD", text.casefold())
     return text
+
+
+@lru_cache(maxsize=65_536)
+def subject_key(subject: str, collation: str) -> str:
+    """The folded base subject (kept across queries: the same subjects sort again and again)."""
+    return fold(base_subject(subject), collation)
 
 
 def parse_sort(sort: object, check_keyword: Callable[[object], str]) -> list[Comparator]:
@@ -133,11 +140,8 @@ def sort_keys(comparator: Comparator, index: int, rows: Sequence[Any]) -> list[A
     name = comparator.property
     if name in TEXT_SORTS:
         raw = [_raw_text(name, row) for row in rows]
-        subject = name == "subject"
-        folded = {
-            value: fold(base_subject(value) if subject else value, comparator.collation)
-            for value in set(raw)
-        }
+        key = subject_key if name == "subject" else fold
+        folded = {value: key(value, comparator.collation) for value in set(raw)}
         return [folded[value] for value in raw]
     if name in KEYWORD_SORTS:
         column = f"k{index}"
