@@ -12,8 +12,9 @@ from mailroom.providers import registry
 from mailroom.providers.imap import add_imap_account
 from mailroom.store.engine import Store
 from mailroom.store.models import Label, Message, PendingChange
+from tests.factories import make_message
 from tests.imap.conftest import dovecot, new_mailbox, settings
-from tests.imap.views import sync_all
+from tests.imap.views import Mailbox, sync_all
 from tests.jmap.conftest import MAIL, Jmap, Person, email_id
 from tests.support.dovecot import DovecotServer
 
@@ -342,6 +343,69 @@ def test_bad_arguments(client: Jmap) -> None:
     assert odd["error"]["type"] == "invalidArguments"  # a patch must be an object
 
 
+class ImapAccount:
+    """An IMAP account of Alice's on Dovecot, synced once, and how to look at it."""
+
+    def __init__(self, store: Store, settings: Settings, imap: Mailbox, alice: Person) -> None:
+        self.store, self.settings, self.imap = store, settings, imap
+        self.account = add_imap_account(
+            store,
+            settings,
+            name="imap",
+            host=imap.server.host,
+            port=imap.server.port,
+            tls="none",
+            login=imap.user,
+            password=imap.password,
+            owner=alice.name,
+        )
+        sync_all(store, self.account, settings)
+
+    def carry(self) -> None:
+        """Propagate the account's pending changes; nothing may fail."""
+        propagator = registry.propagator_for(self.store, "imap", self.settings)
+        assert propagator is not None
+        run = propagate_pending(self.store, self.account, propagator)
+        assert run.failed == 0 and run.retried == 0
+
+    def folders(self) -> set[str]:
+        """The folder names Dovecot lists."""
+        with self.imap.client() as other:
+            return {name for _flags, _delimiter, name in other.list_folders()}
+
+
+def test_an_email_moved_into_a_new_mailbox_lands_in_its_dovecot_folder(
+    client: Jmap, store: Store, alice: Person, settings: Settings, dovecot: DovecotServer
+) -> None:
+    """Create a mailbox and move an email there in one request: both reach Dovecot in order."""
+    imap = ImapAccount(store, settings, new_mailbox(dovecot), alice)
+    imap.imap.append("INBOX", make_message("mover@x", subject="Mover"))
+    sync_all(store, imap.account, settings)
+    with store.session() as session:
+        mover = session.scalars(
+            select(Message.id).where(Message.message_id_header == "mover@x")
+        ).one()
+    responses = client.calls(
+        ["Mailbox/set", {"accountId": client.account, "create": {"box": {"name": "Moved"}}}, "a"],
+        [
+            "Email/set",
+            {
+                "accountId": client.account,
+                "update": {email_id(mover): {"mailboxIds": {"#box": True}}},
+            },
+            "b",
+        ],
+    )
+    assert email_id(mover) in responses[1][1]["updated"], responses
+    imap.carry()
+    assert "Moved" in imap.folders()
+    with imap.imap.client() as other:
+        other.select_folder("Moved")
+        assert len(other.search(["HEADER", "Message-ID", "<mover@x>"])) == 1
+        other.select_folder("INBOX")
+        assert other.search(["HEADER", "Message-ID", "<mover@x>"]) == []
+
+
 def test_mailboxes_made_over_jmap_become_dovecot_folders(
     client: Jmap, store: Store, alice: Person, settings: Settings, dovecot: DovecotServer
 ) -> None:
@@ -349,29 +413,8 @@ def test_mailboxes_made_over_jmap_become_dovecot_folders(
 
     A non-ASCII name travels as modified UTF-7 and comes back the same.
     """
-    imap = new_mailbox(dovecot)
-    account = add_imap_account(
-        store,
-        settings,
-        name="imap",
-        host=imap.server.host,
-        port=imap.server.port,
-        tls="none",
-        login=imap.user,
-        password=imap.password,
-        owner=alice.name,
-    )
-    sync_all(store, account, settings)
-
-    def carry() -> None:
-        propagator = registry.propagator_for(store, "imap", settings)
-        assert propagator is not None
-        run = propagate_pending(store, account, propagator)
-        assert run.failed == 0 and run.retried == 0
-
-    def folders() -> set[str]:
-        with imap.client() as other:
-            return {name for _flags, _delimiter, name in other.list_folders()}
+    imap = ImapAccount(store, settings, new_mailbox(dovecot), alice)
+    folders, carry, account = imap.folders, imap.carry, imap.account
 
     dotted = create(client, d={"name": "v1.2"})["notCreated"]["d"]
     assert dotted["properties"] == ["name"]  # "." nests folders on this Dovecot
