@@ -49,7 +49,7 @@ from mailroom.labels.lifecycle import KEEP, LabelLifecycle, LabelRefused
 from mailroom.store.models import Label
 
 T = TypeVar("T")
-# labels.sort_order is a 32-bit integer column; RFC 8620 UnsignedInts go to 2^53-1.
+# RFC 8621 §2: 0 <= sortOrder < 2^31 (labels.sort_order is a 32-bit column too).
 MAX_SORT_ORDER = 2**31 - 1
 SETTABLE = frozenset({"name", "parentId", "role", "sortOrder", "isSubscribed"})
 SET_ERROR_TYPES = {
@@ -212,7 +212,7 @@ def _sort_order(value: object) -> int:
         raise _invalid("sortOrder must be an unsigned integer.", "sortOrder")
     assert isinstance(value, int)
     if value > MAX_SORT_ORDER:
-        raise _invalid(f"sortOrder is at most {MAX_SORT_ORDER} here.", "sortOrder")
+        raise _invalid(f"sortOrder is at most {MAX_SORT_ORDER}.", "sortOrder")
     return value
 
 
