@@ -8,6 +8,8 @@ from sqlalchemy import select
 from mailroom.config import Settings
 from mailroom.providers.base import TransientError
 from mailroom.providers.imap import import_page, import_state, sync_account
+from mailroom.providers.imap.connection import ImapConnection
+from mailroom.providers.imap.prefetch import LookAhead
 from mailroom.reading import list_messages
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Folder, Label, Message, SkippedMessage
@@ -284,18 +286,8 @@ def test_import_pages_through_sparse_uids_window_by_window(
     assert_mirrors(store, account, mailbox)
 
 
-def test_a_worker_fetches_the_next_page_on_a_connection_of_its_own(
-    store: Store,
-    settings: Settings,
-    mailbox: Mailbox,
-    account: int,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """With parse workers up, pages arrive fetched and parsed; what the store holds is the same."""
-    import time
-
-    from mailroom.providers.imap.login import account_connection
-    from mailroom.providers.imap.prefetch import LookAhead
+def _record_prefetched_pages(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Start parse workers for any import; per page taken, whether it came fetched and parsed."""
 
     monkeypatch.setattr("mailroom.mime.pool.PARALLEL_FROM", 1)  # workers even for 200 messages
     taken: list[bool] = []
@@ -307,17 +299,48 @@ def test_a_worker_fetches_the_next_page_on_a_connection_of_its_own(
         return result
 
     monkeypatch.setattr(LookAhead, "take", take)
+    return taken
+
+
+def _wait_for_workers(ahead: LookAhead) -> None:
+    """Wait until the look-ahead's parse workers are up (they start in the background)."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while not all(started.done() for started in ahead.pool._started):
+        assert time.monotonic() < deadline, "the parse worker did not start"
+        time.sleep(0.01)
+
+
+def _append(mailbox: Mailbox, prefix: str, count: int) -> None:
+    """Append ``count`` messages to INBOX (Message-IDs ``<prefix>-<i>@x``)."""
     with mailbox.client() as client:
-        for i in range(200):
-            client.append("INBOX", make_message(f"w-{i}@x", subject=f"w {i}"))
+        for i in range(count):
+            client.append("INBOX", make_message(f"{prefix}-{i}@x", subject=f"{prefix} {i}"))
+
+
+def _first_page(store: Store, settings: Settings, account: int, conn: ImapConnection) -> LookAhead:
+    """First contact and the first import page on a kept connection; its look-ahead."""
+    sync_account(store, account, settings=settings, connection=conn)
+    assert import_page(store, account, settings=settings, connection=conn)
+    return next(a for a in conn.attached.values() if isinstance(a, LookAhead))
+
+
+def test_a_worker_fetches_the_next_page_on_a_connection_of_its_own(
+    store: Store,
+    settings: Settings,
+    mailbox: Mailbox,
+    account: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With parse workers up, pages arrive fetched and parsed; what the store holds is the same."""
+    from mailroom.providers.imap.login import account_connection
+
+    taken = _record_prefetched_pages(monkeypatch)
+    _append(mailbox, "w", 200)
     with account_connection(store, account, settings=settings) as conn:
-        sync_account(store, account, settings=settings, connection=conn)
-        assert import_page(store, account, settings=settings, connection=conn)
-        ahead = next(a for a in conn.attached.values() if isinstance(a, LookAhead))
-        deadline = time.monotonic() + 30
-        while not all(started.done() for started in ahead.pool._started):
-            assert time.monotonic() < deadline, "the parse worker did not start"
-            time.sleep(0.01)
+        ahead = _first_page(store, settings, account, conn)
+        _wait_for_workers(ahead)
         while import_page(store, account, settings=settings, connection=conn):
             pass
     assert any(taken)  # at least one page came from the worker, fetched and parsed
@@ -335,35 +358,14 @@ def test_a_look_ahead_whose_worker_died_starts_a_new_one(
     """A killed parse worker is replaced: later pages come fetched ahead again; nothing is lost."""
     import os
     import signal
-    import time
 
     from mailroom.providers.imap.login import account_connection
-    from mailroom.providers.imap.prefetch import LookAhead
 
-    monkeypatch.setattr("mailroom.mime.pool.PARALLEL_FROM", 1)  # workers even for 800 messages
-    taken: list[bool] = []
-    original_take = LookAhead.take
-
-    def take(self: LookAhead, folder_id: int, uidvalidity: int, uids: list[int]) -> object:
-        result = original_take(self, folder_id, uidvalidity, uids)
-        taken.append(result is not None)
-        return result
-
-    def workers_up(ahead: LookAhead) -> None:
-        deadline = time.monotonic() + 30
-        while not all(started.done() for started in ahead.pool._started):
-            assert time.monotonic() < deadline, "the parse worker did not start"
-            time.sleep(0.01)
-
-    monkeypatch.setattr(LookAhead, "take", take)
-    with mailbox.client() as client:
-        for i in range(800):
-            client.append("INBOX", make_message(f"d-{i}@x", subject=f"d {i}"))
+    taken = _record_prefetched_pages(monkeypatch)
+    _append(mailbox, "d", 800)
     with account_connection(store, account, settings=settings) as conn:
-        sync_account(store, account, settings=settings, connection=conn)
-        assert import_page(store, account, settings=settings, connection=conn)  # 751-800
-        ahead = next(a for a in conn.attached.values() if isinstance(a, LookAhead))
-        workers_up(ahead)
+        ahead = _first_page(store, settings, account, conn)  # 751-800
+        _wait_for_workers(ahead)
         assert import_page(store, account, settings=settings, connection=conn)  # 651-750
         assert import_page(store, account, settings=settings, connection=conn)  # 451-650
         assert taken[-1], "the page should have come from the worker"
@@ -372,7 +374,7 @@ def test_a_look_ahead_whose_worker_died_starts_a_new_one(
         for pid in list(pool._processes):  # the worker dies (killed, out of memory)
             os.kill(pid, signal.SIGKILL)
         while import_page(store, account, settings=settings, connection=conn):  # 200s, 50
-            workers_up(ahead)
+            _wait_for_workers(ahead)
         assert ahead.restarts == 1
         assert taken[-1], "after the restart, pages should come from the new worker again"
     assert len(message_ids(store, account)) == 800
