@@ -325,7 +325,7 @@ def test_max_body_value_bytes_cuts_on_character_and_tag_boundaries(
 
 
 def test_part_blobs_download_the_decoded_bytes(client: Jmap, stored: dict[str, str]) -> None:
-    """The blobId of each attachment downloads exactly `size` decoded octets."""
+    """The blobId of each attachment downloads exactly `size` decoded octets (a message as sent)."""
     email = get(client, stored["nested"], properties=["attachments"])
     template = client.session["downloadUrl"]
     for part in email["attachments"]:
@@ -337,6 +337,10 @@ def test_part_blobs_download_the_decoded_bytes(client: Jmap, stored: dict[str, s
         )
         response = client.http.get(url)
         assert response.status_code == 200 and len(response.content) == part["size"], part
+        if part["type"] == "message/rfc822":  # the forwarded message, octet for octet
+            assert response.content == (
+                b"From: Dave <dave@example.org>\r\nSubject: Forwarded\r\n\r\nInner body."
+            )
 
 
 def test_email_level_properties(client: Jmap, stored: dict[str, str]) -> None:

@@ -101,8 +101,16 @@ class RawHeaderPolicy(Compat32):
             value = value[:-1]
         return name, value
 
+    def fold(self, name: str, value: str) -> str:
+        """The field as it came (a forwarded message's blob is re-serialized through this)."""
+        return f"{name}:{value}{self.linesep}"
 
-RAW_POLICY = RawHeaderPolicy()
+    def fold_binary(self, name: str, value: str) -> bytes:
+        """:meth:`fold` as the original octets."""
+        return self.fold(name, value).encode("ascii", "surrogateescape")
+
+
+RAW_POLICY = RawHeaderPolicy(linesep="\r\n", mangle_from_=False)
 
 
 @dataclass(frozen=True, slots=True)
