@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.jmap.conftest import Jmap, Person, Server, with_attachment
+from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, with_attachment
 from tests.jmap.test_upload import download, upload
 
 
@@ -101,3 +101,32 @@ def test_arguments_are_checked(client: Jmap) -> None:
     assert bad["error"]["type"] == "invalidArguments"
     form = parse(client, ["R1"], properties=["header:From:asDate"])
     assert form["error"]["type"] == "invalidArguments"
+
+
+def test_jmaplib_uploads_imports_parses_and_copies(server: Server, alice: Person) -> None:
+    """jmaplib's typed models accept the upload, Email/import, Email/parse and Blob/copy answers."""
+    from jmap.auth import BasicAuth
+    from jmap.client import JMAPClient
+
+    raw = with_attachment().replace(b"<report@x>", b"<jmaplib@x>")
+    url = f"{server.base}/.well-known/jmap"
+    with JMAPClient.connect(url, auth=BasicAuth(alice.name, PASSWORD)) as client:
+        uploaded = client.upload(raw, content_type="message/rfc822")
+        assert uploaded.size == len(raw) and uploaded.blob_id
+        with client.batch() as batch:
+            mailboxes = batch.mail.mailbox.get(ids=None)
+        inbox = next(m for m in mailboxes.result.items if m.role == "inbox")
+        with client.batch() as batch:
+            imported = batch.mail.email.import_(
+                emails={"k": {"blobId": uploaded.blob_id, "mailboxIds": {inbox.id: True}}}
+            )
+            parsed = batch.mail.email.parse(blob_ids=[uploaded.blob_id])
+            copied = batch.core.blob.copy(  # core is no account capability: name it
+                from_account_id=alice.jmap_account,
+                blob_ids=[uploaded.blob_id],
+                accountId=alice.jmap_account,
+            )
+        email = imported.result.created["k"]
+        assert email.id and email.thread_id and email.size == len(raw)
+        assert parsed.result.parsed[uploaded.blob_id].subject == "Quarterly report"
+        assert copied.result.copied == {uploaded.blob_id: uploaded.blob_id}
