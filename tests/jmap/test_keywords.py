@@ -54,6 +54,8 @@ def test_patches_add_and_remove_single_keywords(client: Jmap, alice: Person) -> 
     set_keywords(client, email, {"keywords/$answered": True, "keywords/Custom": True})
     set_keywords(client, email, {"keywords/$forwarded": True, "keywords/CUSTOM": None})
     assert keywords_of(client, email) == [{"$answered": True, "$forwarded": True}]
+    set_keywords(client, email, {"keywords/a~1b~0c": True})  # JSON Pointer escapes
+    assert keywords_of(client, email) == [{"$answered": True, "$forwarded": True, "a/b~c": True}]
     set_keywords(client, email, {"keywords": {}})
     assert keywords_of(client, email) == [{}]
 
