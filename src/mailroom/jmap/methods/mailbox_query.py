@@ -9,7 +9,8 @@ them in memory:
   an unknown condition is ``unsupportedFilter``;
 * sort ``sortOrder`` and ``name`` (collation ``i;ascii-casemap``), ties broken
   by the system mailboxes' usual order (Inbox first), then name, then id —
-  also the order when no sort is given;
+  also the order when no sort is given; other members of a comparator are
+  ignored, as in ``Email/query`` (jmapc sends ``anchorOffset`` and more in each);
 * ``sortAsTree`` orders every parent before its children and each set of
   siblings by the comparators; ``filterAsTree`` keeps a mailbox only if all
   its ancestors match too.
@@ -132,8 +133,6 @@ def _check_sort(value: object) -> list[tuple[str, bool]]:
     for comparator in value:
         if not isinstance(comparator, dict) or not isinstance(comparator.get("property"), str):
             raise invalid_arguments("A comparator must be an object with a property.")
-        if set(comparator) - {"property", "isAscending", "collation"}:
-            raise invalid_arguments("A comparator has only property, isAscending, collation.")
         prop = comparator["property"]
         if prop not in SORTS:
             raise MethodError("unsupportedSort", f"Sorting by {prop!r} is not supported.")
