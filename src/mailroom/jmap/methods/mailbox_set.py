@@ -140,7 +140,7 @@ class MailboxWriter:
 
     def update(self, label_id: int, patch: object) -> dict[str, Any] | None:
         """Apply one PatchObject; the properties the server set otherwise than asked, or None."""
-        if not isinstance(patch, dict):
+        if not isinstance(patch, dict):  # set_arguments refuses it first; kept for callers
             raise _Refused(set_error("invalidPatch", "An update must be a PatchObject."))
         _known(patch)
         label = self.lifecycle.label(label_id)
