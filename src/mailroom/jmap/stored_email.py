@@ -15,14 +15,17 @@ call's ``newState`` sees them):
 2. :func:`queue_append` (for an account whose provider has a propagator)
    adds the pending change ``append`` that carries the stored email to the
    provider (IMAP APPEND, ``providers.imap.append``), woken after commit.
-3. :func:`run_steps_after_commit` runs the ingest steps
+3. :class:`MailboxTargets` checks the ``mailboxIds`` a new email is filed in
+   (the user's own mailboxes, ``#creation`` ids resolved, Snoozed refused:
+   a snooze needs a wake time; ``$flagged`` adds the Starred label).
+4. :func:`run_steps_after_commit` runs the ingest steps
    (:func:`mailroom.ingest.steps.run_steps`) for the stored batches once the
    call's transaction commits, never on rollback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import event, insert, select
@@ -32,17 +35,29 @@ from mailroom.ingest.batch import store_batch
 from mailroom.ingest.model import BatchResult, IncomingMessage
 from mailroom.ingest.steps import run_steps
 from mailroom.jmap import ids
+from mailroom.jmap.mapping import role_labels
 from mailroom.labels.keywords import FLAGGED, SEEN
+from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import wake_after_commit
 from mailroom.owners import get_or_create_account
 from mailroom.providers.imap.append import APPEND
 from mailroom.providers.registry import find
 from mailroom.store.bulk import insert_ignoring_conflicts
-from mailroom.store.models import Account, Message, MessageKeyword, PendingChange, User, utcnow
+from mailroom.store.models import (
+    Account,
+    Label,
+    Message,
+    MessageKeyword,
+    PendingChange,
+    User,
+    utcnow,
+)
 
 __all__ = [
     "JMAP_ACCOUNT",
     "JMAP_PROVIDER",
+    "InvalidMailboxes",
+    "MailboxTargets",
     "created_email",
     "jmap_account",
     "propagates",
@@ -60,6 +75,37 @@ _STATE_KEYWORDS = frozenset({SEEN, FLAGGED})
 
 class _AlreadyStored(Exception):
     """Raised inside the savepoint to roll it back."""
+
+
+class InvalidMailboxes(Exception):
+    """The ``mailboxIds`` of a new email name no mailbox it can be filed in (why: the text)."""
+
+
+class MailboxTargets:
+    """The mailboxes of a user that a new email (an import, a draft) may be filed in."""
+
+    def __init__(self, session: Session, user_id: int) -> None:
+        self.ops = Operations(session, user_id)
+        self.own_labels = set(session.scalars(select(Label.id).where(Label.user_id == user_id)))
+        self.snoozed = role_labels(session, user_id).get("snoozed")
+
+    def labels(
+        self, mailbox_ids: Sequence[str], created_ids: Mapping[str, str], keywords: Iterable[str]
+    ) -> list[int]:
+        """Label ids in the client's order (Starred last for ``$flagged``), or InvalidMailboxes."""
+        resolved = [created_ids.get(m[1:], m) if m.startswith("#") else m for m in mailbox_ids]
+        parsed = [ids.parse_mailbox(m) for m in resolved]
+        wanted = list(dict.fromkeys(label for label in parsed if label is not None))
+        if not mailbox_ids or len(wanted) != len(parsed) or not set(wanted) <= self.own_labels:
+            raise InvalidMailboxes(
+                "mailboxIds must name at least one existing mailbox of this account."
+            )
+        if self.snoozed is not None and self.snoozed in wanted:
+            raise InvalidMailboxes("Snoozing needs a wake time, which JMAP cannot give.")
+        starred = self.ops.role("starred") if FLAGGED in keywords else None
+        if starred is not None and starred not in wanted:
+            wanted.append(starred)  # $flagged is the Starred label
+        return wanted
 
 
 def jmap_account(session: Session, user_id: int) -> Account:

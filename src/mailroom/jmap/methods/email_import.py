@@ -51,6 +51,8 @@ from mailroom.jmap.errors import MethodError, invalid_arguments, set_error
 from mailroom.jmap.methods.common import parse_utc_date
 from mailroom.jmap.stored_email import (
     JMAP_PROVIDER,
+    InvalidMailboxes,
+    MailboxTargets,
     created_email,
     jmap_account,
     propagates,
@@ -58,12 +60,11 @@ from mailroom.jmap.stored_email import (
     run_steps_after_commit,
     store_email,
 )
-from mailroom.labels.keywords import FLAGGED, SEEN, parse_keyword
-from mailroom.labels.operations import Operations
+from mailroom.labels.keywords import SEEN, parse_keyword
 from mailroom.mime import ParsedMessage, parse_message
 from mailroom.mime.msgids import normalize_message_id
 from mailroom.providers.imap.identity import hash_id, provider_id
-from mailroom.store.models import Account, Folder, Label, Message
+from mailroom.store.models import Account, Folder, Message
 from mailroom.store.models.base import utcnow
 
 PROVIDER_ID_PREFIX = "jmap-import:"
@@ -130,10 +131,7 @@ class EmailImporter:
     results: list[BatchResult] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.ops = Operations(self.session, self.user_id)
-        self.own_labels = set(
-            self.session.scalars(select(Label.id).where(Label.user_id == self.user_id))
-        )
+        self.targets = MailboxTargets(self.session, self.user_id)
 
     def owner(self, label_ids: list[int]) -> Account:
         """The account an import into these mailboxes belongs to (see the module docstring)."""
@@ -159,20 +157,13 @@ class EmailImporter:
         native = provider_id(message_id, len(data)) or hash_id(data)
         return native, PROVIDER_ID_PREFIX + hashlib.sha256(data).hexdigest()
 
-    def _mailboxes(self, value: object) -> list[int]:
-        names = _true_map(value, "mailboxIds")
-        resolved = [
-            self.context.created_ids.get(n[1:], n) if n.startswith("#") else n for n in names
-        ]
-        label_ids = [ids.parse_mailbox(m) for m in resolved]
-        wanted = [lid for lid in label_ids if lid is not None]
-        if not names or len(wanted) != len(names) or not set(wanted) <= self.own_labels:
-            raise _invalid(
-                "mailboxIds", "mailboxIds must name at least one existing mailbox of this account."
+    def _mailboxes(self, value: object, keywords: set[str]) -> list[int]:
+        try:
+            return self.targets.labels(
+                _true_map(value, "mailboxIds"), self.context.created_ids, keywords
             )
-        if self.ops.role("snoozed") in wanted:
-            raise _invalid("mailboxIds", "Snoozing needs a wake time, which JMAP cannot give.")
-        return wanted
+        except InvalidMailboxes as exc:
+            raise _invalid("mailboxIds", str(exc)) from None
 
     def _blob(self, value: object) -> bytes:
         if not isinstance(value, str):
@@ -195,15 +186,13 @@ class EmailImporter:
         unknown = sorted(set(spec) - EMAIL_IMPORT_PROPERTIES)
         if unknown:
             raise _invalid(unknown[0], f"{unknown[0]} is not an EmailImport property.")
-        mailboxes = self._mailboxes(spec.get("mailboxIds"))
         keywords = _keywords(spec.get("keywords"))
+        mailboxes = self._mailboxes(spec.get("mailboxIds"), keywords)
         received_at = _received_at(spec.get("receivedAt"))
         data = self._blob(spec.get("blobId"))
         parsed = _parse(data, received_at)
         if received_at is None and parsed.header("received") is None:
             received_at = utcnow()  # RFC 8621: the time of import when there is no Received
-        if FLAGGED in keywords:
-            mailboxes.append(self.ops.role("starred"))
         native, imported = self._identities(data, parsed)
         account = self.owner(mailboxes)
         pid = imported if account.provider == JMAP_PROVIDER else native
@@ -213,7 +202,7 @@ class EmailImporter:
         item = IncomingMessage(
             provider_id=pid,
             raw=data,
-            label_ids=sorted(set(mailboxes)),
+            label_ids=sorted(mailboxes),
             received_at=received_at,
             fallback_time=utcnow(),
             seen=SEEN in keywords,
