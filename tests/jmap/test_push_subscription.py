@@ -41,7 +41,7 @@ class Receiver:
     received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
     status: int = 201
 
-    def wait(self, count: int, timeout: float = 15) -> list[tuple[dict[str, str], bytes]]:
+    def wait(self, count: int, timeout: float = 30) -> list[tuple[dict[str, str], bytes]]:
         """The first ``count`` deliveries, waiting for them."""
         deadline = time.monotonic() + timeout
         while len(self.received) < count and time.monotonic() < deadline:

@@ -48,7 +48,7 @@ def socket(client: Jmap, alice: Person) -> Iterator[ClientConnection]:
 def ask(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
     """Send one message; the next message received."""
     ws.send(json.dumps(message))
-    answer: dict[str, Any] = json.loads(ws.recv(timeout=15))
+    answer: dict[str, Any] = json.loads(ws.recv(timeout=30))
     return answer
 
 
@@ -76,7 +76,7 @@ def test_request_and_response_with_ids(socket: ClientConnection, alice: Person) 
 def test_request_errors(socket: ClientConnection) -> None:
     """Not JSON, not a request, an unknown capability and binary frames are RequestErrors."""
     socket.send("The quick brown fox")
-    error = json.loads(socket.recv(timeout=15))
+    error = json.loads(socket.recv(timeout=30))
     assert error["@type"] == "RequestError" and error["requestId"] is None
     assert error["type"] == "urn:ietf:params:jmap:error:notJSON" and error["status"] == 400
     error = ask(socket, {"@type": "Nonsense", "id": "x"})
@@ -85,7 +85,7 @@ def test_request_errors(socket: ClientConnection) -> None:
     assert error["type"] == "urn:ietf:params:jmap:error:unknownCapability"
     assert error["requestId"] == "u"
     socket.send(b"\x00binary")
-    assert json.loads(socket.recv(timeout=15))["type"] == "urn:ietf:params:jmap:error:notJSON"
+    assert json.loads(socket.recv(timeout=30))["type"] == "urn:ietf:params:jmap:error:notJSON"
 
 
 def test_push_over_the_socket(socket: ClientConnection, client: Jmap, alice: Person) -> None:
@@ -93,7 +93,7 @@ def test_push_over_the_socket(socket: ClientConnection, client: Jmap, alice: Per
     socket.send(json.dumps({"@type": "WebSocketPushEnable", "dataTypes": ["Email"]}))
     message = email_id(alice.messages["hello"])
     done = client.call("Email/set", {"update": {message: {"keywords/$flagged": True}}})
-    change = json.loads(socket.recv(timeout=15))
+    change = json.loads(socket.recv(timeout=30))
     assert change["@type"] == "StateChange"
     assert change["changed"][alice.jmap_account] == {"Email": done["newState"]}
     assert change["pushState"]
@@ -111,7 +111,7 @@ def test_push_state_resumes(client: Jmap, alice: Person) -> None:
     )
     with connect(url, subprotocols=["jmap"], additional_headers=basic(alice)) as ws:  # type: ignore[list-item]
         ws.send(json.dumps({"@type": "WebSocketPushEnable", "pushState": state}))
-        change = json.loads(ws.recv(timeout=15))
+        change = json.loads(ws.recv(timeout=30))
     assert "Email" in change["changed"][alice.jmap_account]
 
 
@@ -174,12 +174,12 @@ def test_push_of_vacation_identity_and_email_delivery(
         {"update": {"singleton": {"isEnabled": True}}},
         using=[CORE, MAIL, vacation],
     )
-    change = json.loads(socket.recv(timeout=15))
+    change = json.loads(socket.recv(timeout=30))
     assert change["changed"][alice.jmap_account] == {"VacationResponse": done["newState"]}
     flagged = email_id(alice.messages["hello"])
     client.call("Email/set", {"update": {flagged: {"keywords/$flagged": True}}})
     ingest(store, (alice.user_id, alice.account_id, alice.inbox), [("new", make_message("n@x"))])
-    change = json.loads(socket.recv(timeout=15))
+    change = json.loads(socket.recv(timeout=30))
     assert set(change["changed"][alice.jmap_account]) == {"EmailDelivery"}
 
 

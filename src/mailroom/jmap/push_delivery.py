@@ -97,6 +97,7 @@ class PushDelivery:
         self._pushed: dict[int, dict[str, int]] = {}
         self._pending: dict[int, dict[str, int]] = {}
         self._senders: dict[int, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._client: httpx.AsyncClient | None = None
 
     async def run(self) -> None:
@@ -113,8 +114,9 @@ class PushDelivery:
                         log.exception("push delivery: one round failed; trying again")
                     await asyncio.sleep(self.poll_interval)
             finally:
-                for task in self._senders.values():
+                for task in list(self._tasks):
                     task.cancel()
+                await asyncio.gather(*self._tasks, return_exceptions=True)
                 self._client = None
 
     def _load(self) -> tuple[list[Target], dict[int, dict[str, int]]]:
@@ -149,6 +151,7 @@ class PushDelivery:
         alive = {t.id for t in targets}
         for gone in set(self._pushed) - alive:
             del self._pushed[gone]
+        self._verification_sent &= alive
         for target in targets:
             if not target.verified:
                 if target.id not in self._verification_sent:
@@ -169,9 +172,16 @@ class PushDelivery:
 
     def _start(self, target: Target, work: Any) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         if target.verified:
             self._senders[target.id] = task
-            task.add_done_callback(lambda _t: self._senders.pop(target.id, None))
+
+            def done(finished: asyncio.Task[None]) -> None:
+                if self._senders.get(target.id) is finished:  # not a newer sender
+                    del self._senders[target.id]
+
+            task.add_done_callback(done)
 
     async def _verification(self, target: Target) -> None:
         payload = {

@@ -120,16 +120,19 @@ class Connection:
         try:
             if len(raw) > self.side.dispatcher.limits.max_size_request:
                 raise request_too_large(self.side.dispatcher.limits.max_size_request)
-            document = decode_ijson(raw)
+            document = await run_in_threadpool(decode_ijson, raw)  # big ones off the loop
             if not isinstance(document, dict):
                 raise Problem(NOT_REQUEST, 400, "A JMAP WebSocket message is a JSON object.")
             request_id = document.get("id") if isinstance(document.get("id"), str) else None
             kind = document.get("@type")
             if kind == "Request":
-                self.side.slots.take(self.principal.user_id)
+                user = self.principal.user_id
+                self.side.slots.take(user)
                 task = asyncio.create_task(self.answer(raw, request_id))
                 self._requests.add(task)
                 task.add_done_callback(self._requests.discard)
+                # Given back when the task ends however it ends (even cancelled unstarted).
+                task.add_done_callback(lambda _task: self.side.slots.give_back(user))
             elif kind == "WebSocketPushEnable":
                 self.enable_push(document)
             elif kind == "WebSocketPushDisable":
@@ -144,21 +147,20 @@ class Connection:
             await self.send(_request_error(problem, request_id))
 
     async def answer(self, raw: bytes, request_id: object) -> None:
-        """Run one Request (its slot already taken) and send the Response."""
-        user = self.principal.user_id
+        """Run one Request (its slot is taken and given back by :meth:`on_text`); answer it."""
         try:
-            try:
-                document = self.side.dispatcher.parse(raw)
-                result = await run_in_threadpool(self.side.dispatcher.run, self.principal, document)
-            except Problem as problem:
-                await self.send(_request_error(problem, request_id))
-                return
-        finally:
-            self.side.slots.give_back(user)
+            result = await run_in_threadpool(self._run, raw)
+        except Problem as problem:
+            await self.send(_request_error(problem, request_id))
+            return
         answer = {"@type": "Response", **result}
         if request_id is not None:  # RFC 8887 §4.3.2: requestId when the Request had an id
             answer["requestId"] = request_id
         await self.send(answer)
+
+    def _run(self, raw: bytes) -> dict[str, Any]:
+        """Parse and run a Request in a worker thread, like the HTTP API does."""
+        return self.side.dispatcher.run(self.principal, self.side.dispatcher.parse(raw))
 
     def enable_push(self, document: dict[str, Any]) -> None:
         """Start (or restart) StateChange pushes for ``dataTypes``."""
