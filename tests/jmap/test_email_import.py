@@ -11,6 +11,8 @@ from sqlalchemy import func, select
 from mailroom.config import Settings
 from mailroom.ingest import steps
 from mailroom.ingest.model import BatchResult
+from mailroom.jmap.app import JmapConfig
+from mailroom.jmap.dispatcher import Limits
 from mailroom.labels.propagation import propagate_pending
 from mailroom.providers import registry
 from mailroom.store.engine import Store
@@ -18,7 +20,7 @@ from mailroom.store.models import Message
 from tests.factories import make_message
 from tests.imap.conftest import add_account, dovecot, new_mailbox, settings
 from tests.imap.views import sync_all
-from tests.jmap.conftest import Jmap, Person, Server, email_id
+from tests.jmap.conftest import Jmap, Person, Server, email_id, run_server
 from tests.jmap.test_upload import upload
 from tests.support.dovecot import DovecotServer
 
@@ -292,3 +294,13 @@ def test_ingest_steps_run_after_the_import_commits(
     assert seen == [([int(created["id"][1:])], 1)]
     import_blob(client, uploaded(client, make_message("stepped@x")))  # alreadyExists
     assert len(seen) == 1
+
+
+def test_a_message_over_max_size_upload_is_too_large(store: Store, alice: Person) -> None:
+    """A blob larger than maxSizeUpload (here a stored message's raw bytes) is tooLarge."""
+    config = JmapConfig(poll_interval=0.05, limits=Limits(max_size_upload=200))
+    for server in run_server(store, jmap=config):
+        with Jmap(server, alice) as client:
+            error = import_blob(client, f"R{alice.messages['report']}")["notCreated"]["k"]
+            assert error["type"] == "tooLarge"
+            assert error["properties"] == ["blobId"]
