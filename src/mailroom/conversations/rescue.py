@@ -209,6 +209,7 @@ class SubjectRescue:
         self.owner = frozenset(address.lower() for address in owner_addresses)
         self.merger = ThreadMerger(session, user_id)
         self._anchor_cache: dict[int, list[Facts]] = {}
+        self._thread_cache: dict[int, list[Facts]] = {}  # read before ``run`` writes anything
 
     # -- loading -----------------------------------------------------------
 
@@ -242,6 +243,16 @@ class SubjectRescue:
         for chunk in in_chunks(ordered):
             found += self._facts(statement, ids=chunk)
         return found
+
+    def _threads(self, thread_ids: Iterable[int]) -> list[Facts]:
+        """The facts of every message of these threads, each thread read once per batch."""
+        wanted = set(thread_ids)
+        missing = wanted - self._thread_cache.keys()
+        for thread_id in missing:
+            self._thread_cache[thread_id] = []
+        for facts in self._facts_by(_FACTS_BY_THREAD, missing):
+            self._thread_cache[facts.thread_id].append(facts)
+        return [facts for t in sorted(wanted) for facts in self._thread_cache[t]]
 
     def _refs(self, message_ids: Sequence[int]) -> dict[int, list[str]]:
         refs: dict[int, list[str]] = defaultdict(list)
@@ -337,7 +348,7 @@ class SubjectRescue:
                     _ELIGIBLE_SUBJECTS_OF_THREADS, {"ids": chunk}
                 )
                 scan |= {t for t, subject in rows if t is not None and _eligible_subject(subject)}
-        for facts in self._facts_by(_FACTS_BY_THREAD, scan):
+        for facts in self._threads(scan):
             if facts.eligible:
                 seeds[facts.id] = facts
             elif facts.anchor_capable:
@@ -348,13 +359,13 @@ class SubjectRescue:
         if not seeds:
             return outcome
         region = {f.thread_id for f in seeds.values()}
-        region_facts = self._facts_by(_FACTS_BY_THREAD, region)
+        region_facts = self._threads(region)
         self.load_anchors([f for f in region_facts if f.eligible])
         context: set[int] = set()
         for facts in region_facts:
             if facts.eligible:
                 context |= {a.thread_id for a in self.anchors(facts)} - region
-        context_facts = self._facts_by(_FACTS_BY_THREAD, context)
+        context_facts = self._threads(context)
         everything = [*region_facts, *context_facts]
         refs = self._refs([f.id for f in everything])
 
