@@ -18,6 +18,7 @@ RAW = (
     b'From: "Smith, John" <john@example.com>, =?UTF-8?Q?Ren=C3=A9?= <rene@example.org>\r\n'
     b'To: Friends: jane@example.com, "Bob" <bob@example.net>;, solo@example.com\r\n'
     b"Cc: undisclosed-recipients:;\r\n"
+    b"Sender: =?UTF-8?Q?Smith=2C_Jo?= <jo@example.com>\r\n"
     b"Date: Thu, 30 Oct 2014 14:12:00 +0800\r\n"
     b"Resent-Date: Fri, 31 Oct 2014 01:02:03 -0530\r\n"
     b"Message-ID: <headers@x>\r\n"
@@ -80,7 +81,7 @@ def test_raw_form_keeps_leading_space_folding_and_encoded_words(
     ]
     assert got["headers"][0] == {"name": "Return-Path", "value": " <bounce@example.org>"}
     assert {"name": "Subject", "value": folded} in got["headers"]
-    assert len(got["headers"]) == 21
+    assert len(got["headers"]) == 22
 
 
 def test_text_form_unfolds_and_decodes(client: Jmap, emails: dict[str, str]) -> None:
@@ -111,6 +112,7 @@ def test_address_forms(client: Jmap, emails: dict[str, str]) -> None:
         "header:Cc:asGroupedAddresses",
         "header:Cc:asAddresses",
         "from",
+        "sender",
     )
     assert got["header:From:asAddresses"] == [
         {"name": "Smith, John", "email": "john@example.com"},
@@ -129,6 +131,8 @@ def test_address_forms(client: Jmap, emails: dict[str, str]) -> None:
     ]
     assert got["header:Cc:asAddresses"] == []
     assert got["from"][0] == {"name": "Smith, John", "email": "john@example.com"}
+    # an encoded comma in a display name does not split the address
+    assert got["sender"] == [{"name": "Smith, Jo", "email": "jo@example.com"}]
 
 
 def test_message_ids_dates_and_urls(client: Jmap, emails: dict[str, str]) -> None:

@@ -36,7 +36,6 @@ from mailroom.jmap.mapping import role_labels
 from mailroom.jmap.methods.common import utc_date
 from mailroom.jmap.scope import owned_by
 from mailroom.labels.keywords import FLAGGED, SEEN, stored_keywords
-from mailroom.mime.addresses import parse_address_list
 from mailroom.mime.msgids import parse_id_list
 from mailroom.mime.structure import Part
 from mailroom.store.headers import stored_headers
@@ -71,7 +70,10 @@ DEFAULT_PROPERTIES = (
 PROPERTIES = frozenset({*DEFAULT_PROPERTIES, "headers", "bodyStructure"})
 TAB_PROPERTIES = frozenset({"category"})
 # Read from the stored (decoded) header list; `headers` and `header:` read the raw bytes.
-_HEADER_PROPERTIES = frozenset({"inReplyTo", "references", "sender", "sentAt"})
+_HEADER_PROPERTIES = frozenset({"inReplyTo", "references", "sentAt"})
+# Properties RFC 8621 defines as a header form, read from the raw bytes (an
+# encoded comma in a display name must not split an address).
+_RAW_HEADER_FORMS = {"sender": "header:Sender:asAddresses"}
 # Small raw messages are read together up to this many bytes per query.
 _RAW_BATCH_BYTES = 4_000_000
 _BODY_PROPERTIES = frozenset({"bodyStructure", "bodyValues", "textBody", "htmlBody", "attachments"})
@@ -253,13 +255,6 @@ class EmailReader:
                     header = "in-reply-to" if name == "inReplyTo" else "references"
                     values = [v for k, v in fields if k.lower() == header]
                     obj[name] = parse_id_list(values[-1]) or None if values else None
-                elif name == "sender":
-                    values = [v for k, v in fields if k.lower() == "sender"]
-                    obj[name] = (
-                        _addresses([[a.name, a.email] for a in parse_address_list(values[-1])])
-                        if values
-                        else None
-                    )
                 elif name == "from":
                     obj[name] = _addresses([[message.from_name, message.from_email]])
                 elif name in ("to", "cc", "bcc", "replyTo"):
@@ -271,7 +266,7 @@ class EmailReader:
                     obj[name] = message.has_attachment
                 elif name == "preview":
                     obj[name] = message.preview
-                elif name == "headers" or name.startswith("header:"):
+                elif name in ("headers", *_RAW_HEADER_FORMS) or name.startswith("header:"):
                     obj[name] = None  # filled below from the raw bytes
                 elif name == "category":
                     obj[name] = categories.get(mid)
@@ -281,7 +276,8 @@ class EmailReader:
         raw_names = [
             name
             for name in properties
-            if name in _BODY_PROPERTIES or name == "headers" or name.startswith("header:")
+            if name in (*_BODY_PROPERTIES, "headers", *_RAW_HEADER_FORMS)
+            or name.startswith("header:")
         ]
         if raw_names:
             self._fill_from_raw(
@@ -307,8 +303,10 @@ class EmailReader:
                 for name in names:
                     if name == "headers":
                         out[mid][name] = [{"name": k, "value": v} for k, v in fields]
-                    elif name.startswith("header:"):
-                        out[mid][name] = header_property(name).pick(fields)
+                    elif name.startswith("header:") or name in _RAW_HEADER_FORMS:
+                        out[mid][name] = header_property(_RAW_HEADER_FORMS.get(name, name)).pick(
+                            fields
+                        )
                     else:
                         out[mid][name] = request.value(structure, name)
                 del structure, data
@@ -316,8 +314,8 @@ class EmailReader:
             for name in names:
                 if name == "headers":
                     out[mid][name] = []
-                elif name.startswith("header:"):
-                    out[mid][name] = header_property(name).pick([])
+                elif name.startswith("header:") or name in _RAW_HEADER_FORMS:
+                    out[mid][name] = header_property(_RAW_HEADER_FORMS.get(name, name)).pick([])
                 else:
                     out[mid][name] = request.value(None, name)
 
