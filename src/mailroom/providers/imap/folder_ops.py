@@ -19,6 +19,8 @@ current state**, never from the operation names, so a replay changes nothing:
     server lists it already) and record it as a ``Folder`` row bound to the
     label with a ``label_bindings`` row, so the next discovery finds the label
     by the folder's path instead of making a second one.
+* a label name containing the account's delimiter cannot be a folder there (the
+  server would nest it): a ``retry``, ending ``failed``;
 * the label is gone (destroyed) → ``DELETE`` the folder named in the change
   (its id and path), if the server still lists it, and drop its row. INBOX and
   special-use folders are never deleted.
@@ -38,11 +40,11 @@ from sqlalchemy.orm import Session
 from mailroom.errors import ProviderError
 from mailroom.labels.resolver import bind
 from mailroom.providers.base import CREATE_FOLDER, DELETE_FOLDER, MessageChanges, Outcome
-from mailroom.providers.imap.connection import CommandError, ImapConnection
+from mailroom.providers.imap.connection import CommandError, ImapConnection, ListedFolder
 from mailroom.store.engine import Store
 from mailroom.store.models import Folder, Label, LabelBinding, utcnow
 
-__all__ = ["FolderPlan", "propagate_folder_change", "target_path"]
+__all__ = ["FolderPlan", "propagate_folder_change", "server_delimiter", "target_path"]
 
 DEFAULT_DELIMITER = "/"
 
@@ -63,18 +65,15 @@ class FolderPlan:
     folders: tuple[_FolderRow, ...]
     current: _FolderRow | None  # the folder bound to the label now
     target: str | None  # where it should be; None when the label is gone
+    name: str | None  # the label's name; None when it is gone
 
 
-def _delimiter(session: Session, account_id: int) -> str:
-    rows = session.execute(
-        select(Folder.path, Folder.delimiter).where(
-            Folder.account_id == account_id, Folder.delimiter.is_not(None)
-        )
-    ).all()
-    for path, delimiter in rows:
-        if path.upper() == "INBOX":
-            return str(delimiter)
-    return str(rows[0][1]) if rows else DEFAULT_DELIMITER
+def server_delimiter(listed: list[ListedFolder]) -> str:
+    """The hierarchy delimiter the server uses: INBOX's, else any folder's, else ``/``."""
+    for folder in sorted(listed, key=lambda f: f.name.upper() != "INBOX"):
+        if folder.delimiter:
+            return folder.delimiter
+    return DEFAULT_DELIMITER
 
 
 def target_path(
@@ -101,21 +100,21 @@ def _bound(folders: list[_FolderRow], label_id: int) -> _FolderRow | None:
     return candidates[0] if candidates else None
 
 
-def plan(store: Store, account_id: int, label_id: int) -> FolderPlan:
+def plan(store: Store, account_id: int, label_id: int, delimiter: str) -> FolderPlan:
     """Read what the label's folder in this account is and should be."""
     with store.session() as session:
         folders = [
             _FolderRow(f.id, f.path, f.label_id, f.special_use)
             for f in session.scalars(select(Folder).where(Folder.account_id == account_id))
         ]
-        delimiter = _delimiter(session, account_id)
         label = session.get(Label, label_id)
         target = (
             target_path(session, account_id, label, delimiter, folders)
             if label is not None
             else None
         )
-        return FolderPlan(delimiter, tuple(folders), _bound(folders, label_id), target)
+        name = label.name if label is not None else None
+        return FolderPlan(delimiter, tuple(folders), _bound(folders, label_id), target, name)
 
 
 def propagate_folder_change(
@@ -124,10 +123,17 @@ def propagate_folder_change(
     """Carry one label's folder changes (module docstring); idempotent."""
     label_id = changes.folder_label
     assert label_id is not None
-    wanted = plan(store, account_id, label_id)
-    listed = {folder.name for folder in conn.list_folders()}
+    server = conn.list_folders()
+    listed = {folder.name for folder in server}
+    wanted = plan(store, account_id, label_id, server_delimiter(server))
     if wanted.target is None:
         return _delete(conn, changes, wanted, listed)
+    if wanted.name is not None and wanted.delimiter in wanted.name:
+        # The lifecycle refuses such names once a sync has seen the delimiter; for an
+        # account never synced it could not tell. The server would nest the name.
+        return Outcome.retry(
+            changes, f"The name {wanted.name!r} contains this server's folder delimiter."
+        )
     if wanted.current is not None:
         if wanted.current.path == wanted.target:
             return Outcome.done(changes)
