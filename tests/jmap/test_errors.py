@@ -206,9 +206,11 @@ def test_invalid_arguments(client: Jmap) -> None:
     """Misspelled arguments, bad types, unsupported filters and sorts fail plainly."""
     cases = [
         ("Email/query", {"collapse_threads": True}, "invalidArguments"),
-        ("Email/query", {"filter": {"header": ["X"]}}, "unsupportedFilter"),
+        ("Email/query", {"filter": {"header": ["X", "y", "z"]}}, "invalidArguments"),
+        ("Email/query", {"filter": {"nosuch": 1}}, "unsupportedFilter"),
         ("Email/query", {"filter": {"category": "social"}}, "unsupportedFilter"),
-        ("Email/query", {"sort": [{"property": "subject"}]}, "unsupportedSort"),
+        ("Email/query", {"sort": [{"property": "nosuch"}]}, "unsupportedSort"),
+        ("Email/query", {"sort": [{"property": "hasKeyword"}]}, "invalidArguments"),
         ("Email/query", {"limit": -1}, "invalidArguments"),
         ("Email/query", {"anchor": "M999999"}, "anchorNotFound"),
         ("Email/changes", {"sinceState": "nonsense"}, "cannotCalculateChanges"),
@@ -233,7 +235,8 @@ def test_invalid_arguments(client: Jmap) -> None:
 
 
 def test_identities_and_sending_is_refused_plainly(client: Jmap, alice: Person) -> None:
-    """Identity/get lists one identity per mail account; every submission is `forbidden`."""
+    """Identity/get lists one identity per mail account; every submission is `forbidden`;
+    an email created without mailboxIds is invalidProperties."""
     using = [*USING, "urn:ietf:params:jmap:submission"]
     identities = client.call("Identity/get", {"ids": None}, using=using)
     assert [i["id"] for i in identities["list"]] == [f"I{alice.account_id}"]
@@ -245,7 +248,8 @@ def test_identities_and_sending_is_refused_plainly(client: Jmap, alice: Person) 
     assert sent["notCreated"]["s1"]["type"] == "forbidden"
     assert "cannot send" in sent["notCreated"]["s1"]["description"]
     created = client.call("Email/set", {"create": {"d": {"subject": "draft"}}})
-    assert created["notCreated"]["d"]["type"] == "forbidden"
+    assert created["notCreated"]["d"]["type"] == "invalidProperties"
+    assert "mailboxIds" in created["notCreated"]["d"]["properties"]
     refused = client.call(
         "Email/set",
         {
