@@ -13,6 +13,7 @@ subscriptions (expired ones are deleted: the server must not POST after
   POSTs one ``StateChange`` with the types that moved and the subscription
   asked for (``types``; all when null).
 
+While no subscription exists at all it looks only every ``IDLE_POLL`` seconds.
 Changes coalesce: everything committed between two polls is one StateChange,
 and while a POST is outstanding or waiting to be retried, newer changes merge
 into the next one (newest states win). A failed POST (network error, 5xx,
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
+# Seconds between looks while nobody has a subscription (a new one waits at most this).
+IDLE_POLL = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,7 @@ class PushDelivery:
         self._senders: dict[int, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._client: httpx.AsyncClient | None = None
+        self._idle = False
 
     async def run(self) -> None:
         """Poll and deliver until ``stopping`` is set or the task is cancelled."""
@@ -112,7 +116,9 @@ class PushDelivery:
                         await self.tick()
                     except Exception:
                         log.exception("push delivery: one round failed; trying again")
-                    await asyncio.sleep(self.poll_interval)
+                    await asyncio.sleep(
+                        max(self.poll_interval, IDLE_POLL) if self._idle else self.poll_interval
+                    )
             finally:
                 for task in list(self._tasks):
                     task.cancel()
@@ -148,6 +154,7 @@ class PushDelivery:
     async def tick(self) -> None:
         """One round: verifications to send, state changes to push."""
         targets, states = await run_in_threadpool(self._load)
+        self._idle = not targets and not self._tasks
         alive = {t.id for t in targets}
         for gone in set(self._pushed) - alive:
             del self._pushed[gone]
