@@ -57,7 +57,6 @@ from mailroom.jmap.push import CountedStream, StreamSlots, event_stream, parse_r
 from mailroom.jmap.push_policy import PushPolicy
 from mailroom.jmap.request_slots import RequestSlots
 from mailroom.jmap.session import CAPABILITIES, session_document, session_state
-from mailroom.jmap.websocket import WebSocketSide, serve_websocket
 from mailroom.jmap.uploads import (
     UploadSlots,
     read_limited,
@@ -65,6 +64,7 @@ from mailroom.jmap.uploads import (
     upload_media_type,
     upload_too_large,
 )
+from mailroom.jmap.websocket import WebSocketSide, serve_websocket
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob
 
