@@ -166,6 +166,7 @@ def test_an_embedded_message_travels_unencoded_with_crlf() -> None:
         (Header("Subject", "text", "two\r\nlines"), "Subject"),
         (Header("To", "addresses", (Mailbox(None, "ü@example.org"),)), "To"),
         (Header("X-Raw", "raw", "naïve"), "X-Raw"),
+        (Header("X-Raw", "raw", "nul\x00byte"), "X-Raw"),
         (Header("Date", "date", datetime(2024, 1, 1)), "Date"),  # noqa: DTZ001 - naive on purpose
         (Header("References", "messageIds", ("",)), "References"),
         (Header("Cc", "addresses", (Mailbox(None, "a@b@c"),)), "Cc"),

@@ -64,6 +64,7 @@ HeaderForm = Literal["raw", "text", "addresses", "groupedAddresses", "messageIds
 # The SMTP policy, and no refolding of the values this module folded itself.
 _POLICY = email_policy.SMTP.clone(refold_source="none")
 _MAX_LINE = 78
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # but tab, CR, LF (folding)
 _LANGUAGE_TAG = re.compile(r"[A-Za-z0-9]{1,8}(?:-[A-Za-z0-9]{1,8})*")  # RFC 5646, loosely
 
 
@@ -212,8 +213,8 @@ def render_header(header: Header) -> str:
     name, form, value = header.name, header.form, header.value
     if form == "raw":
         text = _string(header)
-        if not text.isascii():
-            raise ComposeError(f"The raw value of {name} must be ASCII.", name)
+        if not text.isascii() or _CONTROL.search(text):
+            raise ComposeError(f"The raw value of {name} must be printable ASCII.", name)
         if any(ch in text for ch in "\r\n") and not _folded(text):
             raise ComposeError(f"The raw value of {name} has a bare line break.", name)
         return f"{name}:{text}" if text[:1] in (" ", "\t") else f"{name}: {text}"
