@@ -107,6 +107,29 @@ def test_names_are_trimmed_and_normalized(client: Jmap) -> None:
     assert renamed["updated"] == {result["created"]["n"]["id"]: {"name": "Bar"}}
 
 
+def test_creation_ids_in_update_and_destroy_of_the_same_call(client: Jmap) -> None:
+    """An update may move a mailbox under #new; a destroy of #new answers with its real id."""
+    old = made(client, "Moving")
+    result = client.call(
+        "Mailbox/set",
+        {"create": {"new": {"name": "Shelf"}}, "update": {old: {"parentId": "#new"}}},
+    )
+    shelf = result["created"]["new"]["id"]
+    assert result["updated"] == {old: None} and mailbox(client, old)["parentId"] == shelf
+    temp = client.call(
+        "Mailbox/set", {"create": {"t": {"name": "Temp"}}, "update": {"#t": {"sortOrder": 4}}}
+    )
+    temp_id = temp["created"]["t"]["id"]
+    assert temp["updated"] == {temp_id: None}
+    first, second = client.calls(
+        ["Mailbox/set", {"accountId": client.account, "create": {"x": {"name": "X"}}}, "a"],
+        ["Mailbox/set", {"accountId": client.account, "destroy": ["#x", "#nothing"]}, "b"],
+    )
+    gone = second[1]
+    assert gone["destroyed"] == [first[1]["created"]["x"]["id"]]
+    assert gone["notDestroyed"]["#nothing"]["type"] == "notFound"
+
+
 def test_names_are_unique_among_siblings_only(client: Jmap) -> None:
     """A second "Projects" beside the first is invalidProperties; under another parent, fine."""
     first = made(client, "Projects")

@@ -278,7 +278,7 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
         if done is None:
             not_updated[value] = error
         else:
-            updated[value] = done[0]
+            updated[ids.mailbox_id(label_id)] = done[0]  # a #creationId answers as its id
 
     destroyed: list[str] = []
     not_destroyed: dict[str, Any] = {}
@@ -295,6 +295,7 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
             not_destroyed[value] = error
         else:
             destroyed.append(value)
+    gone_ids = [ids.mailbox_id(doomed[v] or 0) for v in destroy if v in destroyed]
     session.flush()
     new_state = current_states(session, user_id).mailbox
     return {
@@ -303,7 +304,7 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
         "newState": str(new_state),
         "created": created or None,
         "updated": updated or None,
-        "destroyed": [v for v in destroy if v in destroyed] or None,
+        "destroyed": gone_ids or None,
         "notCreated": not_created or None,
         "notUpdated": not_updated or None,
         "notDestroyed": not_destroyed or None,
