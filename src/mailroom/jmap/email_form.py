@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from mailroom.jmap import ids
 from mailroom.jmap.bodies import DEFAULT_STRUCTURE_PROPERTIES
 from mailroom.jmap.errors import MethodError, set_error
 from mailroom.jmap.header_forms import form_allowed
@@ -500,13 +499,11 @@ def _as_attachment(part: BodyPart) -> BodyPart:
 # -- the whole object ------------------------------------------------------------------
 
 
-def _mailbox_ids(value: object, created_ids: dict[str, str]) -> list[str]:
+def _mailbox_ids(value: object) -> list[str]:
+    """The mailbox ids as given (``#`` creation references are the store side's to resolve)."""
     if not isinstance(value, dict) or not value or not all(v is True for v in value.values()):
         raise _invalid("mailboxIds", "mailboxIds must map at least one mailbox id to true.")
-    resolved = [created_ids.get(k[1:], k) if k.startswith("#") else k for k in map(str, value)]
-    if any(ids.parse_mailbox(m) is None for m in resolved):
-        raise _invalid("mailboxIds", "mailboxIds must name existing mailboxes of this account.")
-    return resolved
+    return [str(key) for key in value]
 
 
 def _keywords(value: object) -> set[str]:
@@ -529,9 +526,7 @@ def _received_at(value: object) -> datetime | None:
         raise _invalid("receivedAt", "receivedAt must be a UTCDate.") from None
 
 
-def read_email_form(
-    obj: object, read_blob: BlobReader, created_ids: dict[str, str] | None = None
-) -> EmailForm:
+def read_email_form(obj: object, read_blob: BlobReader) -> EmailForm:
     """Check one creation's Email object; :class:`FormError` with its SetError if refused."""
     if not isinstance(obj, dict):
         raise FormError(set_error("invalidProperties", "An Email to create must be an object."))
@@ -555,7 +550,7 @@ def read_email_form(
             headers.extend(header_values(name, form, False, value, key))
         elif key not in EMAIL_PROPERTIES:
             raise _invalid(key, f"{key} is not an Email property.")
-    mailbox_ids = _mailbox_ids(obj.get("mailboxIds"), created_ids or {})
+    mailbox_ids = _mailbox_ids(obj.get("mailboxIds"))
     keywords = _keywords(obj.get("keywords"))
     received_at = _received_at(obj.get("receivedAt"))
     body = _Body(_body_values(obj.get("bodyValues")), read_blob)

@@ -45,18 +45,19 @@ from mailroom.jmap.errors import set_error
 from mailroom.jmap.identities import owned_addresses, user_accounts
 from mailroom.jmap.stored_email import (
     JMAP_PROVIDER,
+    InvalidMailboxes,
+    MailboxTargets,
     created_email,
     jmap_account,
     queue_append,
     run_steps_after_commit,
     store_email,
 )
-from mailroom.labels.keywords import FLAGGED, SEEN
-from mailroom.labels.operations import Operations
+from mailroom.labels.keywords import SEEN
 from mailroom.mime.compose import ComposeError, Mailbox, compose
 from mailroom.mime.msgids import normalize_message_id
 from mailroom.providers.imap.identity import hash_id, provider_id
-from mailroom.store.models import Account, Identity, Label, Message, utcnow
+from mailroom.store.models import Account, Identity, Message, utcnow
 
 __all__ = ["EmailCreator", "create_emails"]
 
@@ -71,20 +72,11 @@ class EmailCreator:
     results: list[BatchResult] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.ops = Operations(self.session, self.user_id)
-        self.own_labels = set(
-            self.session.scalars(select(Label.id).where(Label.user_id == self.user_id))
-        )
-        self.starred = self.ops.role("starred")
-        self.snoozed = self.ops.role("snoozed")
+        self.targets = MailboxTargets(self.session, self.user_id)
 
     def create(self, obj: object) -> dict[str, Any]:
         """Create one email; its id, blobId, threadId and size (``FormError`` if refused)."""
-        form = read_email_form(
-            obj,
-            lambda blob_id: read_blob(self.session, self.user_id, blob_id),
-            self.context.created_ids,
-        )
+        form = read_email_form(obj, lambda blob_id: read_blob(self.session, self.user_id, blob_id))
         labels = self._labels(form)
         account = self._owner(form)
         try:
@@ -117,27 +109,10 @@ class EmailCreator:
         return created_email(self.session, message_id)
 
     def _labels(self, form: EmailForm) -> list[int]:
-        labels = {ids.parse_mailbox(m) for m in form.mailbox_ids}
-        wanted = {label for label in labels if label is not None}
-        if len(wanted) != len(labels) or not wanted <= self.own_labels:
-            raise FormError(
-                set_error(
-                    "invalidProperties",
-                    "mailboxIds must name existing mailboxes of this account.",
-                    ["mailboxIds"],
-                )
-            )
-        if self.snoozed in wanted:
-            raise FormError(
-                set_error(
-                    "invalidProperties",
-                    "Snoozing needs a wake time, which JMAP cannot give; snooze from mailroom.",
-                    ["mailboxIds"],
-                )
-            )
-        if FLAGGED in form.keywords:
-            wanted.add(self.starred)  # $flagged is the Starred label
-        return sorted(wanted)
+        try:
+            return self.targets.labels(form.mailbox_ids, self.context.created_ids, form.keywords)
+        except InvalidMailboxes as exc:
+            raise FormError(set_error("invalidProperties", str(exc), ["mailboxIds"])) from None
 
     def _owner(self, form: EmailForm) -> Account:
         """The mail account the email belongs to (module docstring)."""
