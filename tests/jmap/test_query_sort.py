@@ -233,3 +233,24 @@ def test_sort_errors(client: Jmap, sort: Any, error: str) -> None:
     """Each malformed or unsupported sort is its precise RFC 8620 error."""
     result = client.call("Email/query", {"sort": sort})
     assert result["error"]["type"] == error, result
+
+
+def test_a_missing_sent_date_sorts_first(store: Store, client: Jmap, alice: Person) -> None:
+    """sentAt of an email without a Date header is null: before every date, in SQL and Python."""
+    raw = b"Message-ID: <undated@x>\r\nFrom: u@x.example\r\nSubject: Lunch plans\r\n\r\nNo.\r\n"
+    result = ingest(store, (alice.user_id, alice.account_id, alice.inbox), [("undated", raw)])
+    undated = email_id(result.created_ids[0])
+    other = email_id(alice.messages["other"])  # also "Lunch plans", with a date
+    shown = client.call("Email/get", {"ids": [undated], "properties": ["sentAt"]})["list"]
+    assert shown == [{"id": undated, "sentAt": None}]
+
+    def ordered(*sort: dict[str, Any]) -> list[str]:
+        found: list[str] = client.call("Email/query", {"sort": list(sort)})["ids"]
+        return found
+
+    assert ordered({"property": "sentAt"})[0] == undated
+    assert ordered({"property": "sentAt", "isAscending": False})[-1] == undated
+    by_subject = ordered({"property": "subject"}, {"property": "sentAt"})
+    assert by_subject.index(undated) == by_subject.index(other) - 1
+    by_subject = ordered({"property": "subject"}, {"property": "sentAt", "isAscending": False})
+    assert by_subject.index(undated) == by_subject.index(other) + 1
