@@ -156,3 +156,19 @@ def test_filter_errors(client: Jmap, condition: Any, error: str) -> None:
     """Each malformed or unsupported filter is its precise RFC 8620 error."""
     result = client.call("Email/query", {"filter": condition})
     assert result["error"]["type"] == error, result
+
+
+def test_address_filters_with_non_ascii_and_wildcards(
+    store: Store, client: Jmap, alice: Person
+) -> None:
+    """to/cc/bcc match decoded non-ASCII names and take % and _ literally."""
+    raw = make_message("zoe@x", subject="Hi", to='"Zoë 100%" <zoe_z@x.example>', minutes=50)
+    (created,) = ingest(
+        store, (alice.user_id, alice.account_id, alice.inbox), [("zoe", raw)]
+    ).created_ids
+    zoe = {email_id(created)}
+    assert found(client, {"to": "Zoë"}) == zoe
+    assert found(client, {"to": "100%"}) == zoe
+    assert found(client, {"to": "zoe_z"}) == zoe
+    assert found(client, {"to": "1%0"}) == set()
+    assert found(client, {"to": "zo_"}) == set()  # _ is no wildcard

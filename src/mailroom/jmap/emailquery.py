@@ -245,13 +245,17 @@ class EmailFilter:
         sql, params = clause
         return sql_condition(sql, params)
 
-    def _patterns(self, value: object, name: str) -> list[str]:
-        """One LIKE pattern per token of a text condition (all must match)."""
+    def _tokens(self, value: object, name: str) -> list[str]:
+        """The tokens of a text condition (all must match), counted towards the bounds."""
         if not isinstance(value, str):
             raise invalid_arguments(f"{name} must be a string.")
         tokens = split_text(value)
         self._count(len(tokens))
-        return [like_pattern(token.text) for token in tokens]
+        return [token.text for token in tokens]
+
+    def _patterns(self, value: object, name: str) -> list[str]:
+        """One LIKE pattern per token of a text condition."""
+        return [like_pattern(token) for token in self._tokens(value, name)]
 
     def _substrings(self, column: Any, value: object, name: str) -> ColumnElement[bool]:
         lowered = func.lower(column)
@@ -262,10 +266,10 @@ class EmailFilter:
     def _address(self, key: str, value: object, name: str) -> ColumnElement[bool]:
         column = func.lower(cast(Message.recipients[key], String))
         parts: list[ColumnElement[bool]] = []
-        for pattern in self._patterns(value, name):
+        for token in self._tokens(value, name):
             # recipients is JSON: non-ASCII may be stored \u-escaped, so try both spellings
-            escaped = json.dumps(pattern)[1:-1]
-            parts.append(or_(column.like(pattern, escape="\\"), column.like(escaped, escape="\\")))
+            plain, escaped = like_pattern(token), like_pattern(json.dumps(token)[1:-1])
+            parts.append(or_(column.like(plain, escape="\\"), column.like(escaped, escape="\\")))
         return and_(true(), *parts)
 
     def _header(self, value: object) -> ColumnElement[bool]:
@@ -285,8 +289,7 @@ class EmailFilter:
         index = self._next_param()
         name = value[0]
         params: dict[str, str] = {f"hname_{index}": name.lower()}
-        tokens = [t.text for t in split_text(value[1])] if len(value) == 2 else []
-        self._count(len(tokens))
+        tokens = self._tokens(value[1], "header") if len(value) == 2 else []
         if self.dialect == "sqlite":
             raw, like = "b.headers", "LIKE"
             rows = "json_each(b.headers) AS h"
