@@ -25,6 +25,7 @@ not follow redirects, carries ``TTL`` (and ``Topic`` for StateChanges, so a
 push service keeps only the newest), and is encrypted per RFC 8291 when the
 subscription has ``keys``.
 
+On PostgreSQL only the process holding the :class:`DeliveryLease` delivers.
 States present when a subscription is first seen verified are its baseline;
 changes while no server process ran are not pushed (the client resyncs with
 /changes when it next connects).
@@ -50,6 +51,7 @@ from starlette.concurrency import run_in_threadpool
 
 from mailroom.jmap import ids
 from mailroom.jmap.methods.push_subscription import subscription_id
+from mailroom.jmap.push_lease import DeliveryLease
 from mailroom.jmap.push_policy import PushPolicy, UnresolvableUrl, UnusableUrl
 from mailroom.jmap.push_states import PUSH_TYPES, push_states
 from mailroom.jmap.webpush import UserAgentKeys, encrypt
@@ -103,6 +105,7 @@ class PushDelivery:
         self._tasks: set[asyncio.Task[None]] = set()
         self._client: httpx.AsyncClient | None = None
         self._idle = False
+        self.lease = DeliveryLease(store)
 
     async def run(self) -> None:
         """Poll and deliver until ``stopping`` is set or the task is cancelled."""
@@ -113,7 +116,10 @@ class PushDelivery:
             try:
                 while not self.stopping.is_set():
                     try:
-                        await self.tick()
+                        if await run_in_threadpool(self.lease.hold):
+                            await self.tick()
+                        else:
+                            self._idle = True  # another process delivers; look now and then
                     except Exception:
                         log.exception("push delivery: one round failed; trying again")
                     await asyncio.sleep(
@@ -124,6 +130,7 @@ class PushDelivery:
                     task.cancel()
                 await asyncio.gather(*self._tasks, return_exceptions=True)
                 self._client = None
+                await run_in_threadpool(self.lease.release)
 
     def _load(self) -> tuple[list[Target], dict[int, dict[str, int]]]:
         now = datetime.now(UTC)

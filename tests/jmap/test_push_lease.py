@@ -1,0 +1,47 @@
+"""The push delivery lease: one delivering process at a time on PostgreSQL, always on SQLite."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from mailroom.jmap.push_lease import DeliveryLease
+from mailroom.store.engine import Store
+
+
+def test_one_holder_at_a_time_and_release_hands_over(store: Store) -> None:
+    """A second process waits while the first holds; a release hands the lease over."""
+    first, second = DeliveryLease(store), DeliveryLease(store)
+    try:
+        assert first.hold() and first.hold()  # holding again is still holding
+        if store.dialect == "postgresql":
+            assert not second.hold()
+            first.release()
+            assert second.hold()
+            assert not first.hold()
+        else:
+            assert second.hold()  # one machine, one serve process
+    finally:
+        first.release()
+        second.release()
+
+
+def test_a_holder_that_loses_its_connection_loses_the_lease(store: Store) -> None:
+    """When the holder's connection dies, another process takes over; the old one notices."""
+    if store.dialect != "postgresql":
+        return
+    first, second = DeliveryLease(store), DeliveryLease(store)
+    try:
+        assert first.hold()
+        with store.session() as session:
+            session.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_locks "
+                    "WHERE locktype = 'advisory' AND classid = :space AND objid = 1"
+                ),
+                {"space": 0x70757368},
+            )
+        assert second.hold()
+        assert not first.hold()
+    finally:
+        first.release()
+        second.release()
