@@ -256,9 +256,9 @@ def test_a_large_import_parses_in_worker_processes(
             pages += 1
         assert conn.attached  # the look-ahead and its parse pool are attached to the connection
     assert not conn.attached  # ... and released with it
-    # Pages on a kept connection grow: 50, 100, then 200 each (950 in six pages), and the
-    # seventh (the last 150) says no more.
-    assert pages == 6
+    # Pages on a kept connection grow: 50, 100, 200, 400 (750 in four pages), and the
+    # fifth (the last 350) says no more.
+    assert pages == 4
     assert_mirrors(store, account, mailbox)
 
 
@@ -361,6 +361,7 @@ def test_a_look_ahead_whose_worker_died_starts_a_new_one(
 
     from mailroom.providers.imap.login import account_connection
 
+    monkeypatch.setattr("mailroom.providers.imap.importer.KEPT_PAGE_LIMIT", 200)
     taken = _record_prefetched_pages(monkeypatch)
     _append(mailbox, "d", 800)
     with account_connection(store, account, settings=settings) as conn:
@@ -378,4 +379,39 @@ def test_a_look_ahead_whose_worker_died_starts_a_new_one(
         assert ahead.restarts == 1
         assert taken[-1], "after the restart, pages should come from the new worker again"
     assert len(message_ids(store, account)) == 800
+    assert_mirrors(store, account, mailbox)
+
+
+def test_kept_connection_pages_grow_but_hold_a_bounded_amount_of_mail(
+    store: Store,
+    settings: Settings,
+    mailbox: Mailbox,
+    account: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pages double while small; with messages too large for the byte budget they stay at 50."""
+    from mailroom.providers.imap.login import account_connection
+
+    with mailbox.client() as client:
+        for i in range(1_050):
+            size = 4_000 if i < 900 else 20  # the oldest 900 are large, the newest 150 small
+            client.append("INBOX", make_message(f"b-{i}@x", body="x" * size + "\n"))
+    monkeypatch.setattr("mailroom.providers.imap.importer.PAGE_BYTES", 150_000)
+    sizes: list[int] = []
+    original = LookAhead.take
+
+    def take(self: LookAhead, folder_id: int, uidvalidity: int, uids: list[int]) -> object:
+        sizes.append(len(uids))
+        return original(self, folder_id, uidvalidity, uids)
+
+    monkeypatch.setattr(LookAhead, "take", take)
+    with account_connection(store, account, settings=settings) as conn:
+        sync_account(store, account, settings=settings, connection=conn)
+        while import_page(store, account, settings=settings, connection=conn):
+            pass
+    # 50 and 100 small ones grow the pages; the next two (large mail) were sized while
+    # only small mail had been seen; then 150,000 bytes of 4 KB messages allow 50 a page.
+    assert sizes[:4] == [50, 100, 200, 400]
+    assert set(sizes[4:]) == {50}
+    assert len(message_ids(store, account)) == 1_050
     assert_mirrors(store, account, mailbox)

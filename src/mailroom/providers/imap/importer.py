@@ -13,10 +13,13 @@ interleave freely: every call reads its marks afresh.
 Page size: 50 UIDs (``PAGE_SIZE``). On a connection kept across pages (``mailroom
 sync --until-imported``, a worker holding its connection), where the next page is
 fetched and parsed ahead while this one is stored (:mod:`.prefetch`), pages grow
-from 50 by doubling to ``KEPT_PAGE_LIMIT`` (200, the local importer's batch): every
-page is one transaction, and much of a small page's cost is the transaction's fixed
-part (threading queries, bookkeeping and the commit cost about as much for 50
-messages as for 200).
+from 50 by doubling to ``KEPT_PAGE_LIMIT`` (400): every page is one transaction, and
+much of a small page's cost is the transaction's fixed part (threading queries,
+bookkeeping and the commit cost about as much for 50 messages as for 400). A page
+holds at most about ``PAGE_BYTES`` (32 MiB) of mail at the average message size of
+the last page seen, and never fewer than 50 messages, so a folder of large messages
+keeps small pages. The next page's size is chosen before its mail is seen, so where
+the mail turns large one or two pages may still be big (at most 400 messages).
 
 Failures cost one message: a page with a message that cannot be fetched or stored
 keeps the floor just above it and is asked again; on the 5th failed attempt the
@@ -58,7 +61,8 @@ log = logging.getLogger(__name__)
 
 LAST_PAGE_KEY = "imap.import.last_page_at"
 STALL_AFTER = timedelta(minutes=5)
-KEPT_PAGE_LIMIT = 4 * PAGE_SIZE  # pages on a kept connection grow to this (see above)
+KEPT_PAGE_LIMIT = 8 * PAGE_SIZE  # pages on a kept connection grow to this (see above)
+PAGE_BYTES = 32 * 1024 * 1024  # ... holding about this much mail at most
 _SCAN_CHUNK = 500
 
 
@@ -211,6 +215,16 @@ def _uids_below(conn: ImapConnection, floor: int, wanted: int) -> Iterator[list[
         high, span = low - 1, span * 4
 
 
+def _next_size(ahead: LookAhead | None, size: int) -> int:
+    """The size of the page after one of ``size`` (see the module docstring)."""
+    if ahead is None:
+        return PAGE_SIZE
+    grown = min(2 * size, KEPT_PAGE_LIMIT)
+    if ahead.average_bytes:
+        grown = min(grown, max(PAGE_SIZE, int(PAGE_BYTES / ahead.average_bytes)))
+    return grown
+
+
 def _page(
     conn: ImapConnection,
     store: Store,
@@ -229,7 +243,7 @@ def _page(
     floor = marks.import_floor_uid or 1
     ahead = LookAhead.of(conn, floor - 1) if lookahead else None
     size = ahead.page_size if ahead is not None else PAGE_SIZE
-    next_size = min(2 * size, KEPT_PAGE_LIMIT) if ahead is not None else PAGE_SIZE
+    next_size = _next_size(ahead, size)
     page: list[int] = []
     following: list[int] = []  # the page after this one, for the look-ahead
     skipped_located = 0
@@ -262,6 +276,8 @@ def _page(
             # Nothing usable was prefetched: fetch this page now, bodies with envelopes.
             envelopes, bodies, failed = fetch_envelopes_and_bodies(conn, page)
             prefetched = FetchedPage(folder_id, validity, tuple(page), envelopes, bodies, failed)
+    if ahead is not None and prefetched is not None:
+        ahead.observe(prefetched.bodies.values())
     handled = skipped_located
     retry: set[int] = set()
     if page:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from concurrent.futures import Future
 
 from mailroom.mime.pool import ParsePool
@@ -56,6 +57,7 @@ class LookAhead:
         self._served = False  # a worker of this pool has taken a page
         self._ahead: tuple[_PageKey, Future[FetchedPage]] | None = None
         self.page_size = PAGE_SIZE  # of the next page; the importer grows it page by page
+        self.average_bytes: float | None = None  # per message, of the last page seen
         conn.on_close.append(self.close)
 
     def _new_pool(self) -> ParsePool:
@@ -90,6 +92,12 @@ class LookAhead:
         if future is not None:
             self._served = True
             self._ahead = ((folder_id, uidvalidity, tuple(uids)), future)
+
+    def observe(self, bodies: Iterable[bytes]) -> None:
+        """Note the average message size of a page (the importer sizes the next pages by it)."""
+        sizes = [len(body) for body in bodies]
+        if sizes:
+            self.average_bytes = sum(sizes) / len(sizes)
 
     def take(self, folder_id: int, uidvalidity: int, uids: list[int]) -> FetchedPage | None:
         """The prefetched page if it is exactly this one (and fetched without error)."""
