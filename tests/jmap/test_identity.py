@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mailroom.jmap.stored_email import jmap_account
 from mailroom.store.engine import Store
-from mailroom.store.models import Account
+from mailroom.store.models import Account, Identity
 from tests.jmap.conftest import USING, Jmap, Person
 
 SUBMISSION = "urn:ietf:params:jmap:submission"
@@ -95,20 +96,24 @@ def test_create_only_for_owned_addresses_and_destroy(
     assert result["notCreated"]["stranger"]["type"] == "forbiddenFrom"
     assert result["notCreated"]["bad"]["type"] == "invalidProperties"
     assert sorted(result["notCreated"]["bad"]["properties"]) == ["email", "name"]
-    assert result["notCreated"]["again"]["type"] == "invalidProperties"
+    again = result["created"]["again"]
+    assert again["mayDelete"] is True  # a second identity of the account's own address
     emails = sorted(i["email"] for i in call(client, "Identity/get")["list"])
-    assert emails == ["al@example.org", "alice@example.org"]
+    assert emails == ["al@example.org", "alice@example.org", "alice@example.org"]
     changes = call(client, "Identity/changes", sinceState=state)
-    assert changes["created"] == [created["id"]]
+    assert sorted(changes["created"]) == sorted([created["id"], again["id"]])
     (default,) = [i for i in call(client, "Identity/get")["list"] if not i["mayDelete"]]
-    gone = call(client, "Identity/set", destroy=[created["id"], default["id"], "I424242"])
-    assert gone["destroyed"] == [created["id"]]
+    assert default["email"] == "alice@example.org" and default["id"] != again["id"]
+    gone = call(
+        client, "Identity/set", destroy=[created["id"], again["id"], default["id"], "I424242"]
+    )
+    assert gone["destroyed"] == [created["id"], again["id"]]
     assert gone["notDestroyed"][default["id"]]["type"] == "forbidden"
     assert gone["notDestroyed"]["I424242"]["type"] == "notFound"
     after = call(client, "Identity/changes", sinceState=state)
     assert after["created"] == [] and after["destroyed"] == []  # created and gone: nothing
     later = call(client, "Identity/changes", sinceState=result["newState"])
-    assert later["destroyed"] == [created["id"]]
+    assert sorted(later["destroyed"]) == sorted([created["id"], again["id"]])
 
 
 def test_changes_refuses_unknown_states_and_other_accounts(client: Jmap) -> None:
@@ -130,3 +135,66 @@ def test_other_users_identities_are_not_found(client: Jmap, bob: Person, server:
     )
     assert result["notUpdated"][identity["id"]]["type"] == "notFound"
     assert result["notDestroyed"][identity["id"]]["type"] == "notFound"
+
+
+def test_several_identities_for_one_address(client: Jmap, store: Store, alice: Person) -> None:
+    """RFC 8621 §6: one address may have identities with other names and signatures."""
+    give_address(store, alice, "alice@example.org")
+    (default,) = call(client, "Identity/get")["list"]
+    result = call(
+        client,
+        "Identity/set",
+        create={
+            "work": {"email": "alice@example.org", "name": "Alice (work)", "textSignature": "W"},
+            "home": {"email": "ALICE@example.org", "name": "Alice (home)"},
+        },
+    )
+    assert result["notCreated"] is None
+    work, home = result["created"]["work"], result["created"]["home"]
+    listed = call(client, "Identity/get", ids=[work["id"], home["id"], default["id"]])["list"]
+    assert [(i["name"], i["mayDelete"]) for i in listed] == [
+        ("Alice (work)", True),
+        ("Alice (home)", True),
+        (default["name"], False),
+    ]
+    assert listed[0]["textSignature"] == "W" and listed[1]["email"] == "ALICE@example.org"
+    updated = call(client, "Identity/set", update={work["id"]: {"name": "Alice at work"}})
+    assert updated["updated"] == {work["id"]: None}
+    again = call(client, "Identity/get", ids=[default["id"], home["id"]])["list"]
+    assert [i["name"] for i in again] == [default["name"], "Alice (home)"]
+
+
+def test_new_address_makes_a_new_default(client: Jmap, store: Store, alice: Person) -> None:
+    """When the account's address changes, the old default may be deleted; the new one not."""
+    give_address(store, alice, "alice@example.org")
+    (old,) = call(client, "Identity/get")["list"]
+    state = call(client, "Identity/get", ids=[])["state"]
+    give_address(store, alice, "alice@example.net")
+    listed = call(client, "Identity/get")["list"]
+    assert [(i["email"], i["mayDelete"]) for i in listed] == [
+        ("alice@example.org", True),
+        ("alice@example.net", False),
+    ]
+    changes = call(client, "Identity/changes", sinceState=state)
+    assert changes["updated"] == [old["id"]] and changes["created"] == [listed[1]["id"]]
+    assert call(client, "Identity/set", destroy=[old["id"]])["destroyed"] == [old["id"]]
+    (left,) = call(client, "Identity/get")["list"]
+    assert left["email"] == "alice@example.net"
+
+
+def test_the_jmap_account_has_no_identity(client: Jmap, store: Store, alice: Person) -> None:
+    """Email/import's per-user JMAP account has no address: no identity is offered for it."""
+    give_address(store, alice, "alice@example.org")
+    with store.session() as session:
+        account = jmap_account(session, alice.user_id)
+        # A row made for it before it was left out stays hidden too.
+        stale = Identity(user_id=alice.user_id, account_id=account.id, email="", is_default=True)
+        session.add(stale)
+        session.flush()
+        stale_id = f"I{stale.id}"
+    listed = call(client, "Identity/get")["list"]
+    assert [i["email"] for i in listed] == ["alice@example.org"]
+    assert call(client, "Identity/get", ids=[stale_id])["notFound"] == [stale_id]
+    refused = call(client, "Identity/set", update={stale_id: {"name": "x"}}, destroy=[stale_id])
+    assert refused["notUpdated"][stale_id]["type"] == "notFound"
+    assert refused["notDestroyed"][stale_id]["type"] == "notFound"

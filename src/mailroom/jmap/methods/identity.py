@@ -4,8 +4,9 @@ Ids are ``I<identities row id>``. ``name``, ``replyTo``, ``bcc``,
 ``textSignature`` and ``htmlSignature`` can be changed; ``htmlSignature``
 is stored as given (a client shows it in its own composer; mailroom never
 renders it). ``email`` is immutable. A created identity must use an address
-the user's accounts own (else ``forbiddenFrom``); an account's own address
-identity has ``mayDelete: false`` and destroying it is ``forbidden``. Every
+the user's accounts own (else ``forbiddenFrom``), and may share it with other
+identities; an account's default identity has ``mayDelete: false`` and
+destroying it is ``forbidden``. Every
 create, update and destroy records an ``Identity`` change, whose sequence is
 the state.
 """
@@ -23,7 +24,6 @@ from mailroom.jmap.errors import set_error
 from mailroom.jmap.identities import (
     TYPE,
     identities_of,
-    is_default,
     owned_addresses,
     sync_identities,
 )
@@ -37,7 +37,7 @@ from mailroom.jmap.methods.common import (
 from mailroom.jmap.methods.object_state import check_if_in_state, floor_of, state_of
 from mailroom.jmap.methods.set_arguments import set_arguments
 from mailroom.store import changelog
-from mailroom.store.models import Account, Identity
+from mailroom.store.models import Identity
 
 PROPERTIES = (
     "id",
@@ -65,7 +65,7 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 
-def _as_object(identity: Identity, accounts: dict[int, Account]) -> dict[str, Any]:
+def _as_object(identity: Identity) -> dict[str, Any]:
     return {
         "id": ids.identity_id(identity.id),
         "name": identity.name,
@@ -74,7 +74,7 @@ def _as_object(identity: Identity, accounts: dict[int, Account]) -> dict[str, An
         "bcc": identity.bcc,
         "textSignature": identity.text_signature,
         "htmlSignature": identity.html_signature,
-        "mayDelete": not is_default(identity, accounts),
+        "mayDelete": not identity.is_default,
     }
 
 
@@ -83,12 +83,12 @@ def identity_get(context: Context, session: Session, args: dict[str, Any]) -> di
     user_id = context.check_account(args)
     properties = requested_properties(args, PROPERTIES, PROPERTIES)
     wanted = requested_ids(context, args)
-    accounts = sync_identities(session, user_id, context.principal.name)
+    sync_identities(session, user_id, context.principal.name)
     state = state_of(session, user_id, TYPE)
     numbers = None if wanted is None else [n for n in map(ids.parse_identity, wanted) if n]
     rows = {ids.identity_id(r.id): r for r in identities_of(session, user_id, numbers)}
     order = list(rows) if wanted is None else [v for v in wanted if v in rows]
-    found = [_as_object(rows[v], accounts) for v in order]
+    found = [_as_object(rows[v]) for v in order]
     missing = [v for v in wanted or [] if v not in rows]
     return get_response(context, state, [{k: o[k] for k in properties} for o in found], missing)
 
@@ -168,14 +168,6 @@ class _IdentitySet:
             raise _Refused(
                 set_error("forbiddenFrom", f"None of your accounts owns the address {email!r}.")
             )
-        if any(r.account_id == account.id and r.email == email for r in self.rows.values()):
-            raise _Refused(
-                set_error(
-                    "invalidProperties",
-                    f"{email} already has an identity in this account; update that one.",
-                    ["email"],
-                )
-            )
         merged = {**_DEFAULTS, **values}
         row = Identity(
             user_id=self.user_id,
@@ -187,7 +179,7 @@ class _IdentitySet:
         self.session.flush()
         changelog.record(self.session, self.user_id, TYPE, [row.id], "created")
         self.rows[ids.identity_id(row.id)] = row
-        full = _as_object(row, self.accounts)
+        full = _as_object(row)
         return {k: v for k, v in full.items() if k not in values or k in ("id", "mayDelete")}
 
     def update(self, value: str, patch: dict[str, Any]) -> None:
@@ -195,7 +187,7 @@ class _IdentitySet:
         row = self.rows.get(value)
         if row is None:
             raise _Refused(set_error("notFound", f"There is no identity {value}."))
-        bad = _invalid(patch, _as_object(row, self.accounts))
+        bad = _invalid(patch, _as_object(row))
         if bad:
             raise _Refused(set_error("invalidProperties", _WHY, bad))
         for name, column in _COLUMNS.items():
@@ -209,7 +201,7 @@ class _IdentitySet:
         row = self.rows.get(value)
         if row is None:
             raise _Refused(set_error("notFound", f"There is no identity {value}."))
-        if is_default(row, self.accounts):
+        if row.is_default:
             raise _Refused(
                 set_error("forbidden", "This is the account's own address; it cannot be deleted.")
             )

@@ -27,8 +27,8 @@ from sqlalchemy import (
     Index,
     String,
     Text,
-    UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -98,15 +98,31 @@ class VacationResponse(Base):
 
 
 class Identity(Base):
-    """An address a user sends as, of one account, with the name and signatures they chose."""
+    """An address a user sends as, of one account, with the name and signatures they chose.
+
+    An address may have several identities (other names or signatures). One
+    identity per account is its default (``is_default``: the account's own
+    address, which cannot be deleted); the partial unique index keeps it one
+    even when two requests create it at the same moment.
+    """
 
     __tablename__ = "identities"
-    __table_args__ = (UniqueConstraint("account_id", "email"),)
+    __table_args__ = (
+        Index("ix_identities_account_id_email", "account_id", "email"),
+        Index(
+            "uq_identities_default_account_id",
+            "account_id",
+            unique=True,
+            postgresql_where=text("is_default"),
+            sqlite_where=text("is_default"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     email: Mapped[str] = mapped_column(Text)
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     name: Mapped[str] = mapped_column(Text, default="")
     reply_to: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     bcc: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
