@@ -20,9 +20,11 @@ from sqlalchemy.orm import Session
 from mailroom.jmap import ids
 from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.errors import MethodError, invalid_arguments, set_error
+from mailroom.jmap.errors import set_error
 from mailroom.jmap.methods.email_create import create_emails
 from mailroom.jmap.methods.email_update import EmailUpdater, PatchError
+from mailroom.jmap.methods.object_state import check_if_in_state
+from mailroom.jmap.methods.set_arguments import set_arguments
 from mailroom.jmap.scope import owned_by
 from mailroom.store.models import Message
 
@@ -85,24 +87,12 @@ def _destroy(
 
 
 def email_set(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
-    """Email/set: create (refused for now), keywords and mailboxIds updates, destroy."""
+    """Email/set: create, keywords and mailboxIds updates, destroy (module docstring)."""
     user_id = context.check_account(args)
     old_state = current_states(session, user_id).email
-    if_in_state = args.get("ifInState")
-    if if_in_state is not None and if_in_state != str(old_state):
-        raise MethodError("stateMismatch", "The Email state is not ifInState.")
-    create = args.get("create") or {}
-    update = args.get("update") or {}
-    destroy = args.get("destroy") or []
-    if not isinstance(create, dict) or not isinstance(update, dict):
-        raise invalid_arguments("create and update must be objects.")
-    if not isinstance(destroy, list) or not all(isinstance(v, str) for v in destroy):
-        raise invalid_arguments("destroy must be a list of ids.")
-    if len(create) + len(update) + len(destroy) > context.limits.max_objects_in_set:
-        raise MethodError(
-            "requestTooLarge",
-            f"At most maxObjectsInSet ({context.limits.max_objects_in_set}) objects per call.",
-        )
+    check_if_in_state(args.get("ifInState"), old_state, "Email")
+    asked = set_arguments(context, args, values_are_objects=False)
+    create, update, destroy = asked.create, asked.update, asked.destroy
     created, not_created = create_emails(context, session, create)
     updater = EmailUpdater(session, user_id, context.created_ids)
     updated, not_updated = _update(updater, session, _email_ids(context, update), update)

@@ -1,4 +1,10 @@
-"""The ``create``, ``update`` and ``destroy`` arguments of a Foo/set (RFC 8620 §5.3)."""
+"""The ``create``, ``update`` and ``destroy`` arguments of a Foo/set (RFC 8620 §5.3).
+
+Each argument is optional and may be null (nothing of that kind); given, it
+must have its type — ``create`` and ``update`` objects, ``destroy`` a list of
+ids — or the whole call is ``invalidArguments``: an empty list is no
+``create``, and ``false`` or ``0`` no ``destroy``.
+"""
 
 from __future__ import annotations
 
@@ -13,21 +19,39 @@ from mailroom.jmap.errors import MethodError, invalid_arguments
 class SetArguments:
     """What a /set asks for, checked for shape and against maxObjectsInSet."""
 
-    create: dict[str, dict[str, Any]]
-    update: dict[str, dict[str, Any]]
+    create: dict[str, Any]
+    update: dict[str, Any]
     destroy: list[str]
 
 
-def set_arguments(context: Context, args: dict[str, Any]) -> SetArguments:
-    """Parse the three arguments; ``invalidArguments`` or ``requestTooLarge`` if they are wrong."""
-    create = args.get("create") or {}
-    update = args.get("update") or {}
-    destroy = args.get("destroy") or []
-    if not isinstance(create, dict) or not all(isinstance(v, dict) for v in create.values()):
+def _given(args: dict[str, Any], name: str, kind: type) -> Any:
+    """The argument ``name`` (``kind()`` when absent or null), or None if it has another type."""
+    value = args.get(name)
+    if value is None:
+        return kind()
+    return value if isinstance(value, kind) else None
+
+
+def set_arguments(
+    context: Context, args: dict[str, Any], *, values_are_objects: bool = True
+) -> SetArguments:
+    """Parse the three arguments; ``invalidArguments`` or ``requestTooLarge`` if they are wrong.
+
+    With ``values_are_objects`` every creation and patch must be an object too;
+    without it the method checks each one and refuses it alone (Email/set).
+    """
+    create = _given(args, "create", dict)
+    update = _given(args, "update", dict)
+    destroy = _given(args, "destroy", list)
+    if create is None or (
+        values_are_objects and not all(isinstance(v, dict) for v in create.values())
+    ):
         raise invalid_arguments("create must be an object of creation ids to objects.")
-    if not isinstance(update, dict) or not all(isinstance(v, dict) for v in update.values()):
+    if update is None or (
+        values_are_objects and not all(isinstance(v, dict) for v in update.values())
+    ):
         raise invalid_arguments("update must be an object of ids to patch objects.")
-    if not isinstance(destroy, list) or not all(isinstance(v, str) for v in destroy):
+    if destroy is None or not all(isinstance(v, str) for v in destroy):
         raise invalid_arguments("destroy must be a list of ids.")
     most = context.limits.max_objects_in_set
     if len(create) + len(update) + len(destroy) > most:

@@ -13,8 +13,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.errors import invalid_arguments, set_error
+from mailroom.jmap.errors import set_error
 from mailroom.jmap.methods.common import requested_ids
+from mailroom.jmap.methods.set_arguments import set_arguments
 
 NOT_YET = "mailroom cannot send mail yet; sending arrives with the outbound work."
 
@@ -29,15 +30,8 @@ def submission_get(context: Context, _session: Session, args: dict[str, Any]) ->
 def submission_set(context: Context, _session: Session, args: dict[str, Any]) -> dict[str, Any]:
     """EmailSubmission/set: every object refused with ``forbidden``."""
     context.check_account(args)
-    create = args.get("create") or {}
-    update = args.get("update") or {}
-    destroy = args.get("destroy") or []
-    if (
-        not isinstance(create, dict)
-        or not isinstance(update, dict)
-        or not isinstance(destroy, list)
-    ):
-        raise invalid_arguments("create, update and destroy have the wrong types.")
+    asked = set_arguments(context, args, values_are_objects=False)
+    create, update, destroy = asked.create, asked.update, asked.destroy
     return {
         "accountId": context.account_id,
         "oldState": "0",
