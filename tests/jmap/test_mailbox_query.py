@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.jmap.conftest import Jmap, Person
+from tests.jmap.conftest import CORE, Jmap, Person
 
 
 def tree(client: Jmap) -> dict[str, str]:
@@ -91,13 +91,36 @@ def test_sorts(client: Jmap, alice: Person) -> None:
     assert by_name == [box["zoo"], box["work"], box["invoices"], box["home"], box["old"]]
     assert query(client)[0] == f"L{alice.inbox}"
     assert query(client, sort=[{"property": "totalEmails"}])["type"] == "unsupportedSort"
-    collated = query(client, sort=[{"property": "name", "collation": "i;octet"}])
+    collated = query(client, sort=[{"property": "name", "collation": "i;klingon"}])
     assert collated["type"] == "unsupportedSort"
+    assert query(client, sort=[{"property": "name", "collation": 7}])["type"] == (
+        "invalidArguments"
+    )
     assert query(client, sort=[{"property": "name", "isAscending": 1}])["type"] == (
         "invalidArguments"
     )
     lenient = [{"property": "name", "isAscending": False, "anchorOffset": 0}]
     assert query(client, filter={"role": None}, sort=lenient) == by_name  # as jmapc sends it
+
+
+def test_every_advertised_collation_orders_names(client: Jmap) -> None:
+    """i;ascii-casemap folds only A-Z, i;octet folds nothing, i;unicode-casemap (default) all."""
+    made = client.call(
+        "Mailbox/set",
+        {"create": {name: {"name": name} for name in ("apple", "Banana", "\u00e4pfel")}},
+    )["created"]
+    box = {key: value["id"] for key, value in made.items()}
+    orders = {
+        "i;ascii-casemap": ["apple", "Banana", "\u00e4pfel"],
+        "i;octet": ["Banana", "apple", "\u00e4pfel"],
+        "i;unicode-casemap": ["apple", "\u00e4pfel", "Banana"],
+    }
+    assert sorted(orders) == sorted(client.session["capabilities"][CORE]["collationAlgorithms"])
+    for collation, names in orders.items():
+        sort = [{"property": "name", "collation": collation}]
+        assert query(client, filter={"role": None}, sort=sort) == [box[n] for n in names]
+    default = query(client, filter={"role": None}, sort=[{"property": "name"}])
+    assert default == [box[n] for n in orders["i;unicode-casemap"]]
 
 
 def test_sort_as_tree_and_filter_as_tree(client: Jmap) -> None:

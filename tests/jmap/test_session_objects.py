@@ -42,7 +42,11 @@ def test_capabilities_account_capabilities_and_primary_accounts(
     }
     core = session["capabilities"][CORE]
     assert core["maxObjectsInSet"] == Limits().max_objects_in_set
-    assert core["collationAlgorithms"]
+    assert sorted(core["collationAlgorithms"]) == [
+        "i;ascii-casemap",
+        "i;octet",
+        "i;unicode-casemap",
+    ]
 
 
 def test_urls_are_absolute_and_templated(client: Jmap, server: Server) -> None:

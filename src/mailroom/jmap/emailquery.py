@@ -27,7 +27,6 @@ touching messages.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,15 +54,15 @@ from sqlalchemy.types import NullType
 
 from mailroom.categories.cascade import CATEGORIES
 from mailroom.jmap import ids
+from mailroom.jmap.comparators import Comparator, keyword_argument, parse_sort
 from mailroom.jmap.emailsort import (
+    EMAIL_SORTS,
     IMMUTABLE_SORTS,
     KEYWORD_SORTS,
     SORT_PROPERTIES,
     TEXT_SORTS,
-    Comparator,
     newest_first_only,
     order_rows,
-    parse_sort,
 )
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.methods.common import is_int, parse_utc_date
@@ -108,10 +107,7 @@ IMMUTABLE_CONDITIONS = frozenset(
     {"before", "after", "minSize", "maxSize", "hasAttachment", "text", "body", "header"}
     | {"from", "to", "cc", "bcc", "subject"}
 )
-__all__ = ["SORT_PROPERTIES", "EmailFilter", "EmailSearch", "QueryResult", "check_keyword"]
-# RFC 8621 §4.1.1: 1-255 of %x21-7e, none of ( ) { ] % * " \
-_KEYWORD = re.compile(r"[\x21-\x7e]{1,255}")
-_KEYWORD_FORBIDDEN = frozenset('(){]%*"\\')
+__all__ = ["SORT_PROPERTIES", "EmailFilter", "EmailSearch", "QueryResult"]
 
 # Bounds of one filter, so that a filter costs only its own request. SQLite
 # parses `a OR b OR …` into a tree one level per term and refuses more than
@@ -139,19 +135,6 @@ def sql_condition(sql: str, params: dict[str, str]) -> ColumnElement[bool]:
 def _verbatim_in_json(value: str) -> bool:
     """Whether JSON text holds ``value`` unchanged (printable ASCII without quotes or \\)."""
     return value.isascii() and value.isprintable() and '"' not in value and "\\" not in value
-
-
-def check_keyword(value: object) -> str:
-    """A keyword argument, lower-cased; anything else is ``invalidArguments``."""
-    if (
-        not isinstance(value, str)
-        or _KEYWORD.fullmatch(value) is None
-        or _KEYWORD_FORBIDDEN.intersection(value)
-    ):
-        raise invalid_arguments(
-            'A keyword is 1-255 printable ASCII characters without spaces or ( ) { ] % * " \\.'
-        )
-    return value.lower()
 
 
 class EmailFilter:
@@ -189,7 +172,7 @@ class EmailFilter:
 
     def keyword(self, message: MessageLike, value: object) -> ColumnElement[bool]:
         """SQL for "this message has the keyword"."""
-        keyword = check_keyword(value)
+        keyword = keyword_argument(value)
         if keyword == "$seen":
             return message.seen_at.is_not(None)  # type: ignore[no-any-return]
         if keyword == "$flagged":
@@ -420,7 +403,7 @@ class EmailFilter:
 
 def parse_comparators(sort: object) -> list[Comparator]:
     """The validated comparators of a ``sort`` argument (none: newest first)."""
-    return parse_sort(sort, check_keyword)
+    return parse_sort(sort, EMAIL_SORTS)
 
 
 def is_immutable(compiler: EmailFilter, comparators: Sequence[Comparator]) -> bool:

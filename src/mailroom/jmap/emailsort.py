@@ -6,23 +6,20 @@ property is supported: ``receivedAt``, ``size``, ``sentAt``, ``from`` and
 empty), ``subject`` (the RFC 5256 base subject), and ``hasKeyword``,
 ``allInThreadHaveKeyword``, ``someInThreadHaveKeyword`` (false before true
 when ascending; the ``keyword`` is required). Text compares under the
-comparator's ``collation``: ``i;ascii-casemap`` (only A-Z fold),
-``i;unicode-casemap`` (the default: Unicode case folding and compatibility
-decomposition, RFC 5051) or ``i;octet`` (exact). A missing ``sentAt``
-sorts before every date. Emails equal under every comparator are ordered
-by id, in the direction of the last comparator.
+comparator's ``collation`` (:mod:`mailroom.jmap.comparators`, which also
+checks each comparator). A missing ``sentAt`` sorts before every date.
+Emails equal under every comparator are ordered by id, in the direction of
+the last comparator.
 """
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from mailroom.jmap.basesubject import base_subject
-from mailroom.jmap.errors import MethodError, invalid_arguments
+from mailroom.jmap.comparators import Comparator, SortRules, fold
 
 SORT_PROPERTIES = (
     "receivedAt",
@@ -37,78 +34,18 @@ SORT_PROPERTIES = (
 )
 KEYWORD_SORTS = frozenset({"hasKeyword", "allInThreadHaveKeyword", "someInThreadHaveKeyword"})
 TEXT_SORTS = frozenset({"from", "to", "subject"})
-COLLATIONS = ("i;ascii-casemap", "i;unicode-casemap", "i;octet")
-DEFAULT_COLLATION = "i;unicode-casemap"
 # Properties whose value never changes for an email (RFC 8620 §5.6 upToId).
 IMMUTABLE_SORTS = frozenset({"receivedAt", "size", "from", "to", "subject", "sentAt"})
-
-_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-@dataclass(frozen=True, slots=True)
-class Comparator:
-    """One validated comparator."""
-
-    property: str
-    ascending: bool
-    collation: str = DEFAULT_COLLATION
-    keyword: str | None = None
-
-
-def fold(text: str, collation: str) -> str:
-    """``text`` mapped so that plain string order is the collation's order."""
-    if collation == "i;ascii-casemap":
-        return text.translate(_ASCII_UPPER)
-    if collation == "i;unicode-casemap":
-        return unicodedata.normalize("NFKD", text.casefold())
-    return text
+# What Email/query sorts by; no sort given means newest first.
+EMAIL_SORTS = SortRules(
+    SORT_PROPERTIES, (Comparator("receivedAt", ascending=False),), KEYWORD_SORTS
+)
 
 
 @lru_cache(maxsize=65_536)
 def subject_key(subject: str, collation: str) -> str:
     """The folded base subject (kept across queries: the same subjects sort again and again)."""
     return fold(base_subject(subject), collation)
-
-
-def parse_sort(sort: object, check_keyword: Callable[[object], str]) -> list[Comparator]:
-    """The comparators of a ``sort`` argument; none given means newest first."""
-    if sort is None:
-        return [Comparator("receivedAt", ascending=False)]
-    if not isinstance(sort, list):
-        raise invalid_arguments("sort must be a list of comparators.")
-    if not sort:
-        return [Comparator("receivedAt", ascending=False)]
-    return [_comparator(item, check_keyword) for item in sort]
-
-
-def _comparator(item: object, check_keyword: Callable[[object], str]) -> Comparator:
-    if not isinstance(item, dict) or not isinstance(item.get("property"), str):
-        raise invalid_arguments("A comparator is an object with a property.")
-    # Other members are ignored, not refused: RFC 8620 section 5.5 lets a data type add
-    # comparator properties, and jmapc puts anchorOffset, position and calculateTotal
-    # into every comparator it sends.
-    name = item["property"]
-    if name not in SORT_PROPERTIES:
-        raise MethodError("unsupportedSort", f"Sorting by {name!r} is not supported.")
-    ascending = item.get("isAscending", True)
-    if not isinstance(ascending, bool):
-        raise invalid_arguments("isAscending must be true or false.")
-    collation = item.get("collation", DEFAULT_COLLATION)
-    if not isinstance(collation, str):
-        raise invalid_arguments("collation must be a string.")
-    if collation not in COLLATIONS:
-        raise MethodError(
-            "unsupportedSort",
-            f"The collation {collation!r} is not supported (use one of {', '.join(COLLATIONS)}).",
-        )
-    keyword: str | None = None
-    if name in KEYWORD_SORTS:
-        if "keyword" not in item:
-            raise invalid_arguments(f"Sorting by {name} needs a keyword.")
-        keyword = check_keyword(item["keyword"])
-    elif "keyword" in item:
-        raise invalid_arguments(f"Sorting by {name} takes no keyword.")
-    return Comparator(name, ascending, collation, keyword)
 
 
 def newest_first_only(comparators: Sequence[Comparator]) -> bool | None:

@@ -25,6 +25,7 @@ from mailroom import __version__
 from mailroom.categories import CATEGORIES
 from mailroom.jmap import ids
 from mailroom.jmap.auth import Principal
+from mailroom.jmap.comparators import COLLATIONS
 from mailroom.jmap.dispatcher import Limits
 from mailroom.jmap.email_form import MAX_SIZE_ATTACHMENTS_PER_EMAIL
 from mailroom.jmap.emailquery import SORT_PROPERTIES
@@ -44,7 +45,7 @@ def core_capability(limits: Limits) -> dict[str, Any]:
         "maxCallsInRequest": limits.max_calls_in_request,
         "maxObjectsInGet": limits.max_objects_in_get,
         "maxObjectsInSet": limits.max_objects_in_set,
-        "collationAlgorithms": ["i;ascii-casemap"],
+        "collationAlgorithms": list(COLLATIONS),
     }
 
 

@@ -7,10 +7,11 @@ them in memory:
   substring), ``role`` (a role or null), ``hasAnyRole`` and ``isSubscribed``,
   nested in ``AND``/``OR``/``NOT`` (at most :data:`MAX_FILTER_DEPTH` deep);
   an unknown condition is ``unsupportedFilter``;
-* sort ``sortOrder`` and ``name`` (collation ``i;ascii-casemap``), ties broken
-  by the system mailboxes' usual order (Inbox first), then name, then id —
-  also the order when no sort is given; other members of a comparator are
-  ignored, as in ``Email/query`` (jmapc sends ``anchorOffset`` and more in each);
+* sort ``sortOrder`` and ``name`` (under any collation of
+  :mod:`mailroom.jmap.comparators`, which checks the comparators as it does
+  for ``Email/query``), ties broken by the system mailboxes' usual order
+  (Inbox first), then name, then id; no sort, or an empty one, is by
+  ``sortOrder``;
 * ``sortAsTree`` orders every parent before its children and each set of
   siblings by the comparators; ``filterAsTree`` keeps a mailbox only if all
   its ancestors match too.
@@ -34,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.jmap import ids
 from mailroom.jmap.changes import current_states, parse_state
+from mailroom.jmap.comparators import Comparator, SortRules, fold, parse_sort
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.mapping import JMAP_ROLE, MAILROOM_ROLE, SORT_ORDER
@@ -44,10 +46,8 @@ from mailroom.store.models import Label
 
 MAX_FILTER_DEPTH = 20
 CONDITIONS = frozenset({"parentId", "name", "role", "hasAnyRole", "isSubscribed"})
-SORTS = frozenset({"sortOrder", "name"})
-COLLATIONS = frozenset({"i;ascii-casemap"})
 OPERATORS = frozenset({"AND", "OR", "NOT"})
-DEFAULT_SORT: list[dict[str, Any]] = [{"property": "sortOrder", "isAscending": True}]
+MAILBOX_SORTS = SortRules(("sortOrder", "name"), (Comparator("sortOrder", ascending=True),))
 _SYSTEM_LAST = 1000
 
 
@@ -123,39 +123,22 @@ def _matches(label: Label, node: dict[str, Any]) -> bool:
     return not any(results)
 
 
-def _check_sort(value: object) -> list[tuple[str, bool]]:
-    """(property, ascending) pairs; invalidArguments or unsupportedSort if wrong."""
-    if value is None:
-        value = DEFAULT_SORT
-    if not isinstance(value, list):
-        raise invalid_arguments("sort must be a list of comparators.")
-    comparators: list[tuple[str, bool]] = []
-    for comparator in value:
-        if not isinstance(comparator, dict) or not isinstance(comparator.get("property"), str):
-            raise invalid_arguments("A comparator must be an object with a property.")
-        prop = comparator["property"]
-        if prop not in SORTS:
-            raise MethodError("unsupportedSort", f"Sorting by {prop!r} is not supported.")
-        ascending = comparator.get("isAscending", True)
-        if not isinstance(ascending, bool):
-            raise invalid_arguments("isAscending must be true or false.")
-        collation = comparator.get("collation")
-        if collation is not None and collation not in COLLATIONS:
-            raise MethodError("unsupportedSort", f"The collation {collation!r} is not supported.")
-        comparators.append((prop, ascending))
-    return comparators
-
-
-def _compare(comparators: list[tuple[str, bool]]) -> Any:
+def _compare(comparators: list[Comparator]) -> Any:
     def compare(a: Label, b: Label) -> int:
-        for prop, ascending in comparators:
-            left: Any = a.sort_order if prop == "sortOrder" else a.name.casefold()
-            right: Any = b.sort_order if prop == "sortOrder" else b.name.casefold()
+        for comparator in comparators:
+            left: Any = _key(a, comparator)  # both ints or both strings
+            right: Any = _key(b, comparator)
             if left != right:
-                return (-1 if left < right else 1) * (1 if ascending else -1)
+                return (-1 if left < right else 1) * (1 if comparator.ascending else -1)
         return (_tie(a) > _tie(b)) - (_tie(a) < _tie(b))
 
     return functools.cmp_to_key(compare)
+
+
+def _key(label: Label, comparator: Comparator) -> int | str:
+    if comparator.property == "sortOrder":
+        return label.sort_order
+    return fold(label.name, comparator.collation)
 
 
 def _tie(label: Label) -> tuple[int, str, int]:
@@ -193,7 +176,7 @@ def run_query(context: Context, session: Session, user_id: int, args: dict[str, 
     """The ids of the user's mailboxes that match ``filter``, in ``sort`` order."""
     node = args.get("filter")
     checked = None if node is None else _check_filter(context, node)
-    key = _compare(_check_sort(args.get("sort")))
+    key = _compare(parse_sort(args.get("sort"), MAILBOX_SORTS))
     as_tree = boolean(args, "sortAsTree")
     filter_as_tree = boolean(args, "filterAsTree")
     labels = user_labels(session, user_id)
