@@ -52,3 +52,31 @@ def test_migrations_import_no_live_code() -> None:
         if "from mailroom" in path.read_text() or "import mailroom" in path.read_text()
     ]
     assert offenders == []
+
+
+def test_identity_and_system_order_migration_fills_existing_rows(store: Store) -> None:
+    """Upgrading to 0011 marks each account's own-address identity and orders system labels."""
+    from sqlalchemy import select
+
+    from mailroom.store.models import Account, Identity, Label
+    from tests.helpers import make_account
+
+    user_id, account_id, _ = make_account(store)
+    with store.session() as session:
+        account = session.get(Account, account_id)
+        assert account is not None
+        account.settings = {"login": "me@example.org"}
+        for email in ("alias@example.org", "ME@example.org"):
+            session.add(Identity(user_id=user_id, account_id=account_id, email=email))
+        session.add(Label(user_id=user_id, name="Work", path="Work"))
+        trash = session.scalars(select(Label).where(Label.role == "trash")).one()
+        trash.sort_order = 42  # a client's own order survives
+    config = alembic_config(store)
+    command.downgrade(config, "0010")
+    command.upgrade(config, "head")
+    with store.session() as session:
+        defaults = {e: d for e, d in session.execute(select(Identity.email, Identity.is_default))}
+        orders = {n: o for n, o in session.execute(select(Label.name, Label.sort_order))}
+    assert defaults == {"alias@example.org": False, "ME@example.org": True}
+    assert orders["Inbox"] == 1 and orders["Drafts"] == 4 and orders["Spam"] == 7
+    assert orders["Trash"] == 42 and orders["Work"] == 0

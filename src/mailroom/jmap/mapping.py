@@ -23,6 +23,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.labels.resolver import SYSTEM_SORT_ORDER
 from mailroom.store.models import Label
 
 JMAP_ROLE = {
@@ -37,16 +38,8 @@ JMAP_ROLE = {
 }
 MAILROOM_ROLE = {jmap: ours for ours, jmap in JMAP_ROLE.items()}
 
-SORT_ORDER = {
-    "inbox": 1,
-    "starred": 2,
-    "snoozed": 3,
-    "drafts": 4,
-    "sent": 5,
-    "archive": 6,
-    "spam": 7,
-    "trash": 8,
-}
+# The system mailboxes' usual order, which their stored sortOrder also follows.
+SORT_ORDER = SYSTEM_SORT_ORDER
 USER_LABEL_SORT_ORDER = 100
 
 

@@ -6,7 +6,10 @@ provider's id. Same-named folders of two accounts therefore become one label,
 which is what makes the unified inbox fall out of the model.
 
 System labels are found by role, not by name: an IMAP folder flagged
-``\\Sent`` named "Gesendet" binds to the user's Sent label.
+``\\Sent`` named "Gesendet" binds to the user's Sent label. A new system
+label gets the ``sort_order`` of its role (:data:`SYSTEM_SORT_ORDER`, Inbox
+first), so a client sorting mailboxes by order then name lists them as
+Mailbox/query's tie-break does.
 """
 
 from __future__ import annotations
@@ -44,6 +47,20 @@ ROLE_BY_FOLDER_NAME: dict[str, str] = {
 }
 
 
+# The place of each system label among the user's mailboxes (JMAP sortOrder),
+# also Mailbox/query's tie-break (mailroom.jmap.mapping.SORT_ORDER); user labels keep 0.
+SYSTEM_SORT_ORDER: dict[str, int] = {
+    "inbox": 1,
+    "starred": 2,
+    "snoozed": 3,
+    "drafts": 4,
+    "sent": 5,
+    "archive": 6,
+    "spam": 7,
+    "trash": 8,
+}
+
+
 def role_for_folder_name(name: str) -> str | None:
     """The system role a folder name implies, if any (``INBOX`` → inbox, ``Junk`` → spam)."""
     return ROLE_BY_FOLDER_NAME.get(name.strip().lower())
@@ -55,7 +72,7 @@ def system_label(session: Session, user_id: int, role: str) -> Label:
     if label is not None:
         return label
     name = SYSTEM_LABELS[role]
-    return _get_or_create(session, user_id, name, name, None, role)
+    return _get_or_create(session, user_id, name, name, None, role, SYSTEM_SORT_ORDER[role])
 
 
 def ensure_system_labels(session: Session, user_id: int) -> dict[str, int]:
@@ -110,16 +127,30 @@ def bind(session: Session, label_id: int, account_id: int, provider_ref: str) ->
 
 
 def _get_or_create(
-    session: Session, user_id: int, name: str, path: str, parent_id: int | None, role: str | None
+    session: Session,
+    user_id: int,
+    name: str,
+    path: str,
+    parent_id: int | None,
+    role: str | None,
+    sort_order: int = 0,
 ) -> Label:
     label = session.scalar(select(Label).where(Label.user_id == user_id, Label.path == path))
     if label is not None:
         if role and label.role is None:
             label.role = role
+            label.sort_order = label.sort_order or sort_order
         return label
     try:
         with session.begin_nested():
-            label = Label(user_id=user_id, name=name, path=path, parent_id=parent_id, role=role)
+            label = Label(
+                user_id=user_id,
+                name=name,
+                path=path,
+                parent_id=parent_id,
+                role=role,
+                sort_order=sort_order,
+            )
             session.add(label)
     except IntegrityError:
         label = session.scalars(
