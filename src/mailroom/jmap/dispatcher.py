@@ -19,7 +19,10 @@ undoes only itself):
    responses so far with a JSON Pointer whose ``*`` token maps over an
    array and flattens (§3.7). Giving both ``name`` and ``#name`` is
    ``invalidArguments``; a reference that does not resolve is
-   ``invalidResultReference``.
+   ``invalidResultReference``. Then, in the ``ids`` of every ``/get``, a
+   ``#creationId`` of an object created earlier in the request (or given in
+   ``createdIds``) becomes that object's id (§5.3); an unknown one stays as
+   it is, so the method answers it in ``notFound``.
 2. The method must exist and its capability must be in ``using``;
    otherwise ``unknownMethod``.
 3. The method's :class:`~mailroom.jmap.errors.MethodError` becomes an
@@ -203,6 +206,17 @@ def _resolve(
         except ValueError as exc:
             raise MethodError("invalidResultReference", f"{key}: {exc}.") from None
     return resolved
+
+
+def _created_ids_resolved(name: str, args: dict[str, Any], created: dict[str, str]) -> None:
+    """Replace each known ``#creationId`` in the ``ids`` of a /get call by the id it made."""
+    wanted = args.get("ids")
+    if not name.endswith("/get") or not isinstance(wanted, list):
+        return
+    args["ids"] = [
+        created.get(value[1:], value) if isinstance(value, str) and value.startswith("#") else value
+        for value in wanted
+    ]
 
 
 def _is_request(document: Any) -> bool:
@@ -404,6 +418,7 @@ class Dispatcher:
         for name, raw_args, call_id in document["methodCalls"]:
             try:
                 args = _resolve(raw_args, responses)
+                _created_ids_resolved(name, args, context.created_ids)
                 method = self.methods.get(name)
                 if method is None or method.capability not in context.using:
                     raise MethodError("unknownMethod", f"There is no method {name!r} here.")
