@@ -198,3 +198,25 @@ def test_the_jmap_account_has_no_identity(client: Jmap, store: Store, alice: Per
     refused = call(client, "Identity/set", update={stale_id: {"name": "x"}}, destroy=[stale_id])
     assert refused["notUpdated"][stale_id]["type"] == "notFound"
     assert refused["notDestroyed"][stale_id]["type"] == "notFound"
+
+
+def test_concurrent_first_looks_make_one_default(
+    client: Jmap, store: Store, alice: Person, server: Any
+) -> None:
+    """Requests racing to create an account's default identity leave exactly one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    give_address(store, alice, "alice@example.org")
+
+    def look(_: int) -> list[dict[str, Any]]:
+        with Jmap(server, alice) as own:
+            listed: list[dict[str, Any]] = call(own, "Identity/get")["list"]
+            return listed
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        seen = list(pool.map(look, range(6)))
+    assert all(len(listed) == 1 for listed in seen)
+    assert len({listed[0]["id"] for listed in seen}) == 1
+    with store.session() as session:
+        rows = session.query(Identity).filter(Identity.user_id == alice.user_id).all()
+    assert [(r.email, r.is_default) for r in rows] == [("alice@example.org", True)]
