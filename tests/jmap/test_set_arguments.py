@@ -60,3 +60,20 @@ def test_non_object_creation_is_refused_for_mailboxes_alone(client: Jmap) -> Non
     assert (name, answer["type"]) == ("error", "invalidArguments")
     name, answer, _tag = _set(client, "Email/set", {"create": {"k": []}})
     assert name == "Email/set" and answer["notCreated"]["k"]["type"] == "invalidProperties"
+
+
+@pytest.mark.parametrize("method", ACCOUNT_METHODS)
+def test_if_in_state_is_a_string_or_null(client: Jmap, method: str) -> None:
+    """A stale ifInState is stateMismatch, one that is no string invalidArguments."""
+    for value, expected in (("999999", "stateMismatch"), (7, "invalidArguments")):
+        name, answer, _tag = _set(client, method, {"ifInState": value})
+        assert (name, answer["type"]) == ("error", expected), (method, value, answer)
+    name, answer, _tag = _set(client, method, {"ifInState": None})
+    assert name == method, answer
+
+
+def test_email_import_checks_if_in_state_alike(client: Jmap) -> None:
+    """Email/import reads ifInState as every /set does."""
+    for value, expected in (("999999", "stateMismatch"), (7, "invalidArguments")):
+        name, answer, _tag = _set(client, "Email/import", {"emails": {}, "ifInState": value})
+        assert (name, answer["type"]) == ("error", expected), (value, answer)

@@ -42,7 +42,7 @@ from datetime import datetime
 from typing import Any
 
 from mailroom.jmap.bodies import DEFAULT_STRUCTURE_PROPERTIES
-from mailroom.jmap.errors import MethodError, set_error
+from mailroom.jmap.errors import MethodError, Refused, set_error
 from mailroom.jmap.header_forms import form_allowed
 from mailroom.jmap.methods.common import parse_utc_date
 from mailroom.labels.keywords import parse_keyword
@@ -112,12 +112,8 @@ _FIELD_NAME = re.compile(r"[!-9;-~]+")  # RFC 5322 §2.2: printable ASCII but ":
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")  # RFC 2045 §5.1 token (lower-cased)
 
 
-class FormError(Exception):
+class FormError(Refused):
     """The creation is refused; ``error`` is its SetError."""
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(error.get("description", ""))
-        self.error = error
 
 
 def _invalid(prop: str, description: str) -> FormError:

@@ -75,3 +75,11 @@ def set_error(type_: str, description: str, properties: list[str] | None = None)
     if properties is not None:
         error["properties"] = properties
     return error
+
+
+class Refused(Exception):
+    """One object of a /set or /import is refused, the others go on; ``error`` is its SetError."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("description", ""))
+        self.error = error

@@ -17,7 +17,9 @@ call's ``newState`` sees them):
    provider (IMAP APPEND, ``providers.imap.append``), woken after commit.
 3. :class:`MailboxTargets` checks the ``mailboxIds`` a new email is filed in
    (the user's own mailboxes, ``#creation`` ids resolved, Snoozed refused:
-   a snooze needs a wake time; ``$flagged`` adds the Starred label).
+   a snooze needs a wake time; ``$flagged`` adds the Starred label);
+   :class:`NewEmails` holds it with the call's context, session, user and
+   stored batches, for ``Email/import`` and ``Email/set`` create.
 4. :func:`run_steps_after_commit` runs the ingest steps
    (:func:`mailroom.ingest.steps.run_steps`) for the stored batches once the
    call's transaction commits, never on rollback.
@@ -26,6 +28,7 @@ call's ``newState`` sees them):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import event, insert, select
@@ -35,6 +38,8 @@ from mailroom.ingest.batch import store_batch
 from mailroom.ingest.model import BatchResult, IncomingMessage
 from mailroom.ingest.steps import run_steps
 from mailroom.jmap import ids
+from mailroom.jmap.dispatcher import Context
+from mailroom.jmap.errors import Refused
 from mailroom.jmap.mapping import role_labels
 from mailroom.labels.keywords import FLAGGED, SEEN
 from mailroom.labels.operations import Operations
@@ -58,6 +63,7 @@ __all__ = [
     "JMAP_PROVIDER",
     "InvalidMailboxes",
     "MailboxTargets",
+    "NewEmails",
     "created_email",
     "jmap_account",
     "propagates",
@@ -106,6 +112,41 @@ class MailboxTargets:
         if starred is not None and starred not in wanted:
             wanted.append(starred)  # $flagged is the Starred label
         return wanted
+
+
+@dataclass
+class NewEmails:
+    """What the emails one call stores share: its context and session, the user, the batches."""
+
+    context: Context
+    session: Session
+    user_id: int
+    results: list[BatchResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.targets = MailboxTargets(self.session, self.user_id)
+
+    def store_one(self, obj: object) -> dict[str, Any]:
+        """Store one new email; its ``created`` entry, or :class:`Refused` with its SetError."""
+        raise NotImplementedError
+
+    def store_all(self, objects: Mapping[str, object]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(created, notCreated) of the objects by creation id; ingest steps run after commit.
+
+        Each created id is kept in the context, so later ``#creation`` references
+        of the request resolve to it.
+        """
+        created: dict[str, Any] = {}
+        not_created: dict[str, Any] = {}
+        for creation_id, obj in objects.items():
+            try:
+                created[creation_id] = self.store_one(obj)
+            except Refused as refused:
+                not_created[creation_id] = refused.error
+                continue
+            self.context.created_ids[creation_id] = created[creation_id]["id"]
+        run_steps_after_commit(self.session, self.results)
+        return created, not_created
 
 
 def jmap_account(session: Session, user_id: int) -> Account:

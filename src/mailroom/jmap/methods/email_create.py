@@ -30,13 +30,12 @@ Drafts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mailroom.ingest.model import BatchResult, IncomingMessage
+from mailroom.ingest.model import IncomingMessage
 from mailroom.jmap import ids
 from mailroom.jmap.blobs import read_blob
 from mailroom.jmap.dispatcher import Context
@@ -46,11 +45,10 @@ from mailroom.jmap.identities import owned_addresses, user_accounts
 from mailroom.jmap.stored_email import (
     JMAP_PROVIDER,
     InvalidMailboxes,
-    MailboxTargets,
+    NewEmails,
     created_email,
     jmap_account,
     queue_append,
-    run_steps_after_commit,
     store_email,
 )
 from mailroom.labels.keywords import SEEN
@@ -62,19 +60,10 @@ from mailroom.store.models import Account, Identity, Message, utcnow
 __all__ = ["EmailCreator", "create_emails"]
 
 
-@dataclass
-class EmailCreator:
+class EmailCreator(NewEmails):
     """Creates the emails of one ``Email/set`` call inside its transaction."""
 
-    context: Context
-    session: Session
-    user_id: int
-    results: list[BatchResult] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.targets = MailboxTargets(self.session, self.user_id)
-
-    def create(self, obj: object) -> dict[str, Any]:
+    def store_one(self, obj: object) -> dict[str, Any]:
         """Create one email; its id, blobId, threadId and size (``FormError`` if refused)."""
         form = read_email_form(obj, lambda blob_id: read_blob(self.session, self.user_id, blob_id))
         labels = self._labels(form)
@@ -177,15 +166,4 @@ def create_emails(
     """(created, notCreated) of an ``Email/set`` ``create`` argument, in the call's session."""
     if not create:
         return {}, {}
-    creator = EmailCreator(context, session, context.principal.user_id)
-    created: dict[str, Any] = {}
-    not_created: dict[str, Any] = {}
-    for creation_id, obj in create.items():
-        try:
-            created[creation_id] = creator.create(obj)
-        except FormError as exc:
-            not_created[creation_id] = exc.error
-            continue
-        context.created_ids[creation_id] = created[creation_id]["id"]
-    run_steps_after_commit(session, creator.results)
-    return created, not_created
+    return EmailCreator(context, session, context.principal.user_id).store_all(create)

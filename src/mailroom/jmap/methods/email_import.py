@@ -35,29 +35,28 @@ time of import when there is none.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mailroom.ingest.model import BatchResult, IncomingMessage
+from mailroom.ingest.model import IncomingMessage
 from mailroom.jmap import ids
 from mailroom.jmap.blobs import blob_data, find_blob
 from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.errors import MethodError, invalid_arguments, set_error
+from mailroom.jmap.errors import MethodError, Refused, invalid_arguments, set_error
 from mailroom.jmap.methods.common import parse_utc_date
+from mailroom.jmap.methods.object_state import check_if_in_state
 from mailroom.jmap.stored_email import (
     JMAP_PROVIDER,
     InvalidMailboxes,
-    MailboxTargets,
+    NewEmails,
     created_email,
     jmap_account,
     propagates,
     queue_append,
-    run_steps_after_commit,
     store_email,
 )
 from mailroom.labels.keywords import SEEN, parse_keyword
@@ -71,16 +70,8 @@ PROVIDER_ID_PREFIX = "jmap-import:"
 EMAIL_IMPORT_PROPERTIES = frozenset({"blobId", "mailboxIds", "keywords", "receivedAt"})
 
 
-class _Refused(Exception):
-    """One EmailImport cannot be imported; ``error`` is its SetError."""
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(error["description"])
-        self.error = error
-
-
-def _invalid(name: str, description: str) -> _Refused:
-    return _Refused(set_error("invalidProperties", description, [name]))
+def _invalid(name: str, description: str) -> Refused:
+    return Refused(set_error("invalidProperties", description, [name]))
 
 
 def _true_map(value: object, name: str) -> list[str]:
@@ -112,7 +103,7 @@ def _parse(data: bytes, received_at: datetime | None) -> ParsedMessage:
     """The parsed message, or invalidEmail when the bytes are no message at all."""
     parsed = parse_message(data, received_at=received_at)
     if not data.strip() or not parsed.headers:
-        raise _Refused(
+        raise Refused(
             set_error(
                 "invalidEmail",
                 "The blob is not an RFC 5322 message: it has no header fields.",
@@ -121,17 +112,8 @@ def _parse(data: bytes, received_at: datetime | None) -> ParsedMessage:
     return parsed
 
 
-@dataclass
-class EmailImporter:
+class EmailImporter(NewEmails):
     """Imports EmailImport objects of one user within one call's transaction."""
-
-    context: Context
-    session: Session
-    user_id: int
-    results: list[BatchResult] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.targets = MailboxTargets(self.session, self.user_id)
 
     def owner(self, label_ids: list[int]) -> Account:
         """The account an import into these mailboxes belongs to (see the module docstring)."""
@@ -174,15 +156,15 @@ class EmailImporter:
             raise _invalid("blobId", f"There is no blob {value} in this account.")
         limit = self.context.limits.max_size_upload
         if found.size > limit:
-            raise _Refused(
+            raise Refused(
                 set_error("tooLarge", f"The message is larger than {limit} octets.", ["blobId"])
             )
         return data
 
-    def import_one(self, spec: object) -> dict[str, Any]:
+    def store_one(self, spec: object) -> dict[str, Any]:
         """Import one EmailImport; the created Email's id, blobId, threadId and size."""
         if not isinstance(spec, dict):
-            raise _Refused(set_error("invalidProperties", "An EmailImport must be an object."))
+            raise Refused(set_error("invalidProperties", "An EmailImport must be an object."))
         unknown = sorted(set(spec) - EMAIL_IMPORT_PROPERTIES)
         if unknown:
             raise _invalid(unknown[0], f"{unknown[0]} is not an EmailImport property.")
@@ -227,22 +209,12 @@ class EmailImporter:
         return found
 
 
-def _already_exists(existing: int | None) -> _Refused:
+def _already_exists(existing: int | None) -> Refused:
     """alreadyExists naming the Email these bytes were imported as (``existingId``)."""
     error = set_error("alreadyExists", "These bytes are already an Email of this account.")
     if existing is not None:
         error["existingId"] = ids.email_id(existing)
-    return _Refused(error)
-
-
-def _if_in_state(args: dict[str, Any], state: int) -> None:
-    value = args.get("ifInState")
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise invalid_arguments("ifInState must be a state string or null.")
-    if value != str(state):
-        raise MethodError("stateMismatch", "The Email state is not ifInState.")
+    return Refused(error)
 
 
 def email_import(context: Context, session: Session, args: dict[str, Any]) -> dict[str, Any]:
@@ -257,18 +229,8 @@ def email_import(context: Context, session: Session, args: dict[str, Any]) -> di
             f"At most maxObjectsInSet ({context.limits.max_objects_in_set}) emails per call.",
         )
     old_state = current_states(session, user_id).email
-    _if_in_state(args, old_state)
-    importer = EmailImporter(context, session, user_id)
-    created: dict[str, Any] = {}
-    not_created: dict[str, Any] = {}
-    for creation_id, spec in emails.items():
-        try:
-            created[creation_id] = importer.import_one(spec)
-        except _Refused as refused:
-            not_created[creation_id] = refused.error
-            continue
-        context.created_ids[creation_id] = created[creation_id]["id"]
-    run_steps_after_commit(session, importer.results)
+    check_if_in_state(args.get("ifInState"), old_state, "Email")
+    created, not_created = EmailImporter(context, session, user_id).store_all(emails)
     session.flush()
     return {
         "accountId": context.account_id,

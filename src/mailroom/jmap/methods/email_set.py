@@ -24,7 +24,7 @@ from mailroom.jmap.errors import set_error
 from mailroom.jmap.methods.email_create import create_emails
 from mailroom.jmap.methods.email_update import EmailUpdater, PatchError
 from mailroom.jmap.methods.object_state import check_if_in_state
-from mailroom.jmap.methods.set_arguments import set_arguments
+from mailroom.jmap.methods.set_arguments import set_arguments, set_response
 from mailroom.jmap.scope import owned_by
 from mailroom.store.models import Message
 
@@ -100,14 +100,14 @@ def email_set(context: Context, session: Session, args: dict[str, Any]) -> dict[
     destroyed, not_destroyed = _destroy(updater, session, user_id, doomed)
     session.flush()
     new_state = current_states(session, user_id).email
-    return {
-        "accountId": context.account_id,
-        "oldState": str(old_state),
-        "newState": str(new_state),
-        "created": created or None,
-        "updated": updated or None,
-        "destroyed": destroyed or None,
-        "notCreated": not_created or None,
-        "notUpdated": not_updated or None,
-        "notDestroyed": not_destroyed or None,
-    }
+    return set_response(
+        context,
+        old_state,
+        new_state,
+        created=created,
+        updated=updated,
+        destroyed=destroyed,
+        not_created=not_created,
+        not_updated=not_updated,
+        not_destroyed=not_destroyed,
+    )

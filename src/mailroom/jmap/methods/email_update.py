@@ -32,7 +32,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.jmap import ids
-from mailroom.jmap.errors import MethodError, set_error
+from mailroom.jmap.errors import MethodError, Refused, set_error
 from mailroom.jmap.mapping import JMAP_ROLE
 from mailroom.jmap.methods.email_reader import PROPERTIES, EmailReader
 from mailroom.jmap.scope import owned_by
@@ -45,12 +45,8 @@ __all__ = ["EmailUpdater", "PatchError"]
 MUTABLE = ("keywords", "mailboxIds")
 
 
-class PatchError(Exception):
+class PatchError(Refused):
     """An update that cannot be applied; ``error`` is its SetError."""
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(error.get("description", ""))
-        self.error = error
 
 
 @dataclass

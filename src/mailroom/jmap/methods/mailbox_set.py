@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from mailroom.jmap import ids
 from mailroom.jmap.changes import current_states
 from mailroom.jmap.dispatcher import Context
-from mailroom.jmap.errors import set_error
+from mailroom.jmap.errors import Refused, set_error
 from mailroom.jmap.methods.common import boolean, is_int
 from mailroom.jmap.methods.mailbox import (
     PROPERTIES,
@@ -44,7 +44,7 @@ from mailroom.jmap.methods.mailbox import (
     mailbox_object,
 )
 from mailroom.jmap.methods.object_state import check_if_in_state
-from mailroom.jmap.methods.set_arguments import set_arguments
+from mailroom.jmap.methods.set_arguments import set_arguments, set_response
 from mailroom.labels.lifecycle import KEEP, LabelLifecycle, LabelRefused
 from mailroom.store.models import Label
 
@@ -61,14 +61,8 @@ SET_ERROR_TYPES = {
 }
 
 
-class _Refused(Exception):
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(error["description"])
-        self.error = error
-
-
-def _invalid(description: str, prop: str) -> _Refused:
-    return _Refused(set_error("invalidProperties", description, [prop]))
+def _invalid(description: str, prop: str) -> Refused:
+    return Refused(set_error("invalidProperties", description, [prop]))
 
 
 def _from_lifecycle(exc: LabelRefused) -> dict[str, Any]:
@@ -116,7 +110,7 @@ class MailboxWriter:
     def create(self, values: object) -> tuple[Label, dict[str, Any]]:
         """Create one mailbox; the label and the properties the client did not give."""
         if not isinstance(values, dict):
-            raise _Refused(set_error("invalidProperties", "A mailbox must be an object."))
+            raise Refused(set_error("invalidProperties", "A mailbox must be an object."))
         _known(values)
         for prop in sorted(SERVER_SET & set(values)):
             raise _invalid(f"{prop} is set by the server.", prop)
@@ -141,7 +135,7 @@ class MailboxWriter:
     def update(self, label_id: int, patch: object) -> dict[str, Any] | None:
         """Apply one PatchObject; the properties the server set otherwise than asked, or None."""
         if not isinstance(patch, dict):  # set_arguments refuses it first; kept for callers
-            raise _Refused(set_error("invalidPatch", "An update must be a PatchObject."))
+            raise Refused(set_error("invalidPatch", "An update must be a PatchObject."))
         _known(patch)
         label = self.lifecycle.label(label_id)
         current = mailbox_object(label, None, list(PROPERTIES))
@@ -153,7 +147,7 @@ class MailboxWriter:
                     raise _invalid(f"{prop} is set by the server.", prop)
         if "role" in patch and patch["role"] != current["role"]:
             if label.role is not None:
-                raise _Refused(set_error("forbidden", "A system mailbox keeps its role."))
+                raise Refused(set_error("forbidden", "A system mailbox keeps its role."))
             raise _invalid("mailroom gives roles only to its system mailboxes.", "role")
         changes: dict[str, Any] = {}
         if "name" in patch:
@@ -181,7 +175,7 @@ def _attempt(session: Session, change: Callable[[], T]) -> tuple[T | None, dict[
     try:
         with session.begin_nested():
             return change(), {}
-    except _Refused as exc:
+    except Refused as exc:
         return None, exc.error
     except LabelRefused as exc:
         return None, _from_lifecycle(exc)
@@ -298,17 +292,17 @@ def mailbox_set(context: Context, session: Session, args: dict[str, Any]) -> dic
     gone_ids = [ids.mailbox_id(doomed[v] or 0) for v in destroy if v in destroyed]
     session.flush()
     new_state = current_states(session, user_id).mailbox
-    return {
-        "accountId": context.account_id,
-        "oldState": str(old_state),
-        "newState": str(new_state),
-        "created": created or None,
-        "updated": updated or None,
-        "destroyed": gone_ids or None,
-        "notCreated": not_created or None,
-        "notUpdated": not_updated or None,
-        "notDestroyed": not_destroyed or None,
-    }
+    return set_response(
+        context,
+        old_state,
+        new_state,
+        created=created,
+        updated=updated,
+        destroyed=gone_ids,
+        not_created=not_created,
+        not_updated=not_updated,
+        not_destroyed=not_destroyed,
+    )
 
 
 def _paths(session: Session, user_id: int, doomed: dict[str, int | None]) -> dict[int, int]:

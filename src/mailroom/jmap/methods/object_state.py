@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mailroom.jmap.errors import MethodError
+from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.store.models import Change, ChangeFloor
 
 
@@ -28,6 +28,13 @@ def state_of(session: Session, user_id: int, type_: str) -> int:
 
 
 def check_if_in_state(value: object, current: int, type_: str) -> None:
-    """The ``ifInState`` argument of a /set: ``stateMismatch`` unless it is the current state."""
-    if value is not None and value != str(current):
+    """The ``ifInState`` argument of a /set: ``stateMismatch`` unless it is the current state.
+
+    Null asks nothing; a value other than a string is ``invalidArguments``.
+    """
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise invalid_arguments("ifInState must be a state string or null.")
+    if value != str(current):
         raise MethodError("stateMismatch", f"The {type_} state is {current}, not {value!r}.")

@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mailroom.jmap.dispatcher import Context, Handler, Method
-from mailroom.jmap.errors import MethodError, set_error
+from mailroom.jmap.errors import MethodError, Refused, set_error
 from mailroom.jmap.methods.common import (
     CORE,
     parse_utc_date,
@@ -67,14 +67,8 @@ def _as_object(row: PushSubscription) -> dict[str, Any]:
     }
 
 
-class _Refused(Exception):
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(error["description"])
-        self.error = error
-
-
-def _invalid(properties: list[str], why: str) -> _Refused:
-    return _Refused(set_error("invalidProperties", why, properties))
+def _invalid(properties: list[str], why: str) -> Refused:
+    return Refused(set_error("invalidProperties", why, properties))
 
 
 def _types(value: object) -> list[str] | None:
@@ -153,7 +147,7 @@ class PushSubscriptions:
                 raise _invalid(["keys"], str(bad)) from None
         count = session.scalar(select(func.count()).where(PushSubscription.user_id == user_id))
         if int(count or 0) >= self.policy.max_per_user:
-            raise _Refused(
+            raise Refused(
                 set_error(
                     "overQuota",
                     f"At most {self.policy.max_per_user} push subscriptions per user; "
@@ -224,15 +218,15 @@ class PushSubscriptions:
                 with session.begin_nested():
                     result["created"][key] = self._create(session, user_id, values)
                 context.created_ids[key] = result["created"][key]["id"]
-            except _Refused as refused:
+            except Refused as refused:
                 result["notCreated"][key] = refused.error
         for value, patch in asked.update.items():
             row = mine(value)
             try:
                 if row is None:
-                    raise _Refused(set_error("notFound", f"There is no push subscription {value}."))
+                    raise Refused(set_error("notFound", f"There is no push subscription {value}."))
                 result["updated"][value] = self._update(row, patch)
-            except _Refused as refused:
+            except Refused as refused:
                 result["notUpdated"][value] = refused.error
         for value in asked.destroy:
             row = mine(value)

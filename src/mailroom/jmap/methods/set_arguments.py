@@ -1,13 +1,15 @@
-"""The ``create``, ``update`` and ``destroy`` arguments of a Foo/set (RFC 8620 §5.3).
+"""The ``create``, ``update`` and ``destroy`` arguments of a Foo/set, and its response.
 
-Each argument is optional and may be null (nothing of that kind); given, it
+RFC 8620 §5.3: each argument is optional and may be null (nothing of that kind); given, it
 must have its type — ``create`` and ``update`` objects, ``destroy`` a list of
 ids — or the whole call is ``invalidArguments``: an empty list is no
-``create``, and ``false`` or ``0`` no ``destroy``.
+``create``, and ``false`` or ``0`` no ``destroy``. In the response every
+map or list that would be empty is null, as the RFC's examples show.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,3 +59,29 @@ def set_arguments(
     if len(create) + len(update) + len(destroy) > most:
         raise MethodError("requestTooLarge", f"At most maxObjectsInSet ({most}) objects per call.")
     return SetArguments(dict(create), dict(update), list(dict.fromkeys(destroy)))
+
+
+def set_response(
+    context: Context,
+    old_state: object,
+    new_state: object,
+    *,
+    created: Mapping[str, Any] | None = None,
+    updated: Mapping[str, Any] | None = None,
+    destroyed: Sequence[str] | None = None,
+    not_created: Mapping[str, Any] | None = None,
+    not_updated: Mapping[str, Any] | None = None,
+    not_destroyed: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The response of a Foo/set in the context's account; empty outcomes are null."""
+    return {
+        "accountId": context.account_id,
+        "oldState": str(old_state),
+        "newState": str(new_state),
+        "created": dict(created) if created else None,
+        "updated": dict(updated) if updated else None,
+        "destroyed": list(destroyed) if destroyed else None,
+        "notCreated": dict(not_created) if not_created else None,
+        "notUpdated": dict(not_updated) if not_updated else None,
+        "notDestroyed": dict(not_destroyed) if not_destroyed else None,
+    }

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import set_error
 from mailroom.jmap.methods.common import requested_ids
-from mailroom.jmap.methods.set_arguments import set_arguments
+from mailroom.jmap.methods.object_state import check_if_in_state
+from mailroom.jmap.methods.set_arguments import set_arguments, set_response
 
 NOT_YET = "mailroom cannot send mail yet; sending arrives with the outbound work."
 
@@ -30,20 +31,15 @@ def submission_get(context: Context, _session: Session, args: dict[str, Any]) ->
 def submission_set(context: Context, _session: Session, args: dict[str, Any]) -> dict[str, Any]:
     """EmailSubmission/set: every object refused with ``forbidden``."""
     context.check_account(args)
+    check_if_in_state(args.get("ifInState"), 0, "EmailSubmission")
     asked = set_arguments(context, args, values_are_objects=False)
     create, update, destroy = asked.create, asked.update, asked.destroy
-    return {
-        "accountId": context.account_id,
-        "oldState": "0",
-        "newState": "0",
-        "created": None,
-        "updated": None,
-        "destroyed": None,
-        "notCreated": {key: set_error("forbidden", NOT_YET) for key in create} or None,
-        "notUpdated": {key: set_error("notFound", "There is no such submission.") for key in update}
-        or None,
-        "notDestroyed": {
-            str(key): set_error("notFound", "There is no such submission.") for key in destroy
-        }
-        or None,
-    }
+    missing = set_error("notFound", "There is no such submission.")
+    return set_response(
+        context,
+        "0",
+        "0",
+        not_created={key: set_error("forbidden", NOT_YET) for key in create},
+        not_updated={key: missing for key in update},
+        not_destroyed={key: missing for key in destroy},
+    )

@@ -25,7 +25,7 @@ from mailroom.jmap.methods.common import (
     utc_date,
 )
 from mailroom.jmap.methods.object_state import check_if_in_state, state_of
-from mailroom.jmap.methods.set_arguments import set_arguments
+from mailroom.jmap.methods.set_arguments import set_arguments, set_response
 from mailroom.store import changelog
 from mailroom.store.models import VacationResponse, utcnow
 
@@ -131,14 +131,12 @@ def vacation_set(context: Context, session: Session, args: dict[str, Any]) -> di
         session.flush()
         changelog.record(session, user_id, TYPE, [user_id], "updated")
         updated[value] = None
-    return {
-        "accountId": context.account_id,
-        "oldState": str(old_state),
-        "newState": str(state_of(session, user_id, TYPE)),
-        "created": None,
-        "updated": updated or None,
-        "destroyed": None,
-        "notCreated": {key: singleton for key in asked.create} or None,
-        "notUpdated": not_updated or None,
-        "notDestroyed": {value: singleton for value in asked.destroy} or None,
-    }
+    return set_response(
+        context,
+        old_state,
+        state_of(session, user_id, TYPE),
+        updated=updated,
+        not_created={key: singleton for key in asked.create},
+        not_updated=not_updated,
+        not_destroyed={value: singleton for value in asked.destroy},
+    )
