@@ -326,4 +326,71 @@ def email_id(message_id: int) -> str:
     return f"M{message_id}"
 
 
-__all__ = ["BASE_TIME", "Jmap", "Person", "Server", "email_id", "run_server", "seed"]
+def upload(client: Jmap, data: bytes, media_type: str | None = "text/plain") -> httpx.Response:
+    """POST ``data`` to the uploadUrl of the client's account."""
+    url = client.session["uploadUrl"].replace("{accountId}", client.account)
+    headers = {"Content-Type": media_type} if media_type else {}
+    return client.http.post(url, content=data, headers=headers)
+
+
+def uploaded(client: Jmap, data: bytes, media_type: str = "message/rfc822") -> str:
+    """Upload ``data`` (a message unless said otherwise), which must succeed; its blobId."""
+    response = upload(client, data, media_type)
+    assert response.status_code == 201, response.text
+    blob_id: str = response.json()["blobId"]
+    return blob_id
+
+
+def download(client: Jmap, blob_id: str) -> httpx.Response:
+    """GET a blob through the downloadUrl."""
+    url = (
+        client.session["downloadUrl"]
+        .replace("{accountId}", client.account)
+        .replace("{blobId}", blob_id)
+        .replace("{name}", "file")
+        .replace("{type}", "")
+    )
+    return client.http.get(url)
+
+
+def problem(answer: httpx.Response, type_suffix: str) -> dict[str, Any]:
+    """The RFC 7807 problem document of a refused request (400, JMAP error type)."""
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = answer.json()
+    assert body["type"] == f"urn:ietf:params:jmap:error:{type_suffix}", body
+    assert body["status"] == 400 and body["detail"], body
+    return body
+
+
+def email_query(client: Jmap, **args: Any) -> dict[str, Any]:
+    """Email/query with these arguments; fails the test on a method error."""
+    result: dict[str, Any] = client.call("Email/query", args)
+    assert "error" not in result, result
+    return result
+
+
+def apply_query_changes(cached: list[str], delta: dict[str, Any]) -> list[str]:
+    """What a client holds after applying a /queryChanges response to its cached ids."""
+    removed = set(delta["removed"])
+    rebuilt = [i for i in cached if i not in removed]
+    for item in sorted(delta["added"], key=lambda a: a["index"]):
+        rebuilt.insert(item["index"], item["id"])
+    return rebuilt
+
+
+__all__ = [
+    "BASE_TIME",
+    "Jmap",
+    "Person",
+    "Server",
+    "apply_query_changes",
+    "download",
+    "email_id",
+    "email_query",
+    "problem",
+    "run_server",
+    "seed",
+    "upload",
+    "uploaded",
+]

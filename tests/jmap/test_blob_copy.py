@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.jmap.conftest import Jmap, Person, Server
-from tests.jmap.test_upload import upload
+from tests.jmap.conftest import Jmap, Person, Server, upload
 
 CORE_ONLY = ["urn:ietf:params:jmap:core"]
 

@@ -11,7 +11,7 @@ from mailroom.jmap import email_form
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Message
 from tests.helpers import make_account
-from tests.jmap.conftest import Jmap, Person, email_id
+from tests.jmap.conftest import Jmap, Person, download, email_id, uploaded
 
 BODY = ["bodyStructure", "textBody", "htmlBody", "attachments", "bodyValues"]
 
@@ -49,21 +49,11 @@ def _get(client: Jmap, ident: str, properties: list[str] | None = None) -> dict[
     return dict(found)
 
 
-def _raw(client: Jmap, blob_id: str) -> bytes:
-    url = client.session["downloadUrl"].format(
-        accountId=client.account, blobId=blob_id, name="m.eml", type="message/rfc822"
-    )
-    response = client.http.get(url)
+def _raw_of(client: Jmap, created: dict[str, Any]) -> bytes:
+    """The bytes of a created email, through the downloadUrl."""
+    response = download(client, created["blobId"])
     assert response.status_code == 200, response.text
     return response.content
-
-
-def _upload(client: Jmap, data: bytes, media_type: str) -> str:
-    url = client.session["uploadUrl"].format(accountId=client.account)
-    response = client.http.post(url, content=data, headers={"Content-Type": media_type})
-    assert response.status_code == 201, response.text
-    blob_id: str = response.json()["blobId"]
-    return blob_id
 
 
 def _draft(drafts: str, **extra: Any) -> dict[str, Any]:
@@ -100,7 +90,7 @@ def test_a_plain_draft_is_a_stored_message_with_what_was_set(client: Jmap) -> No
     assert email["receivedAt"] == "2024-03-02T10:00:00Z"
     (text,) = email["textBody"]
     assert email["bodyValues"][text["partId"]]["value"] == "See you at noon.\nAlice"
-    raw = _raw(client, created["blobId"])
+    raw = _raw_of(client, created)
     assert b"\r\nMessage-ID: <" in raw and b"@example.org>\r\n" in raw
     assert b"\r\nDate: Fri, 01 Mar 2024 09:30:00 +0100\r\n" in raw
     changes = client.call("Email/changes", {"sinceState": before})
@@ -128,7 +118,7 @@ def test_generated_headers_encode_non_ascii_and_keep_every_form(client: Jmap) ->
             },
         ),
     )
-    raw = _raw(client, created["blobId"])
+    raw = _raw_of(client, created)
     assert raw.isascii()
     assert b"=?utf-8?" in raw
     assert b"\r\nX-Tag: one\r\nX-Tag: two\r\n" in raw
@@ -147,8 +137,8 @@ def test_generated_headers_encode_non_ascii_and_keep_every_form(client: Jmap) ->
 def test_alternative_with_an_uploaded_attachment_and_an_inline_image(client: Jmap) -> None:
     """Text + HTML become multipart/alternative, the cid image multipart/related, the PDF mixed."""
     drafts = _roles(client)["drafts"]
-    pdf = _upload(client, b"%PDF-1.4 draft attachment", "application/pdf")
-    png = _upload(client, b"\x89PNG\r\n\x1a\nimage", "image/png")
+    pdf = uploaded(client, b"%PDF-1.4 draft attachment", "application/pdf")
+    png = uploaded(client, b"\x89PNG\r\n\x1a\nimage", "image/png")
     created = _created(
         client,
         {
@@ -209,7 +199,7 @@ def test_body_structure_with_part_and_raw_message_blobs(client: Jmap, alice: Per
     email = _get(client, created["id"], ["bodyStructure"])
     kinds = [p["type"] for p in email["bodyStructure"]["subParts"]]
     assert kinds == ["text/plain", "application/pdf", "message/rfc822"]
-    raw = _raw(client, created["blobId"])
+    raw = _raw_of(client, created)
     assert b"X-Part: first" in raw and b"Message-ID: <report@x>" in raw
 
 
@@ -349,7 +339,7 @@ def test_attachments_over_the_advertised_limit_are_too_large(
     limit = capability["urn:ietf:params:jmap:mail"]["maxSizeAttachmentsPerEmail"]
     assert limit == email_form.MAX_SIZE_ATTACHMENTS_PER_EMAIL > 0
     monkeypatch.setattr(email_form, "MAX_SIZE_ATTACHMENTS_PER_EMAIL", 10)
-    blob = _upload(client, b"x" * 11, "application/octet-stream")
+    blob = uploaded(client, b"x" * 11, "application/octet-stream")
     error = _refused(client, _draft(_roles(client)["drafts"], attachments=[{"blobId": blob}]))
     assert error["type"] == "tooLarge"
 
@@ -390,7 +380,7 @@ def test_the_same_message_id_and_size_twice_is_already_exists(client: Jmap) -> N
 
 def test_a_text_attachment_from_a_body_value_and_a_typed_upload(client: Jmap) -> None:
     """An attachment may be a body value (text/plain by default) or an upload of its own type."""
-    notes = _upload(client, b"a,b\n1,2\n", "text/csv; charset=utf-8")
+    notes = uploaded(client, b"a,b\n1,2\n", "text/csv; charset=utf-8")
     created = _created(
         client,
         _draft(

@@ -20,8 +20,7 @@ from mailroom.store.models import Message
 from tests.factories import make_message
 from tests.imap.conftest import add_account, dovecot, new_mailbox, settings
 from tests.imap.views import sync_all
-from tests.jmap.conftest import Jmap, Person, Server, email_id, run_server
-from tests.jmap.test_upload import upload
+from tests.jmap.conftest import Jmap, Person, Server, email_id, run_server, uploaded
 from tests.support.dovecot import DovecotServer
 
 __all__ = ["dovecot", "settings"]  # the IMAP fixtures, used by the Dovecot test
@@ -38,14 +37,6 @@ def import_blob(client: Jmap, blob_id: object, **extra: Any) -> Any:
     """Email/import of one blob (creation id ``k``) into the inbox unless ``mailboxIds`` given."""
     spec = {"blobId": blob_id, "mailboxIds": {inbox(client): True}, **extra}
     return client.call("Email/import", {"emails": {"k": spec}})
-
-
-def uploaded(client: Jmap, raw: bytes) -> str:
-    """Upload a message; its blobId."""
-    response = upload(client, raw, "message/rfc822")
-    assert response.status_code == 201, response.text
-    blob_id: str = response.json()["blobId"]
-    return blob_id
 
 
 def test_import_then_get_and_query_show_it(client: Jmap) -> None:

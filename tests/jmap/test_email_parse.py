@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, with_attachment
-from tests.jmap.test_upload import download, upload
+from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, download, upload, with_attachment
 
 
 def parse(client: Jmap, blob_ids: object, **args: Any) -> Any:

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import httpx
+from typing import Any
 
-from tests.jmap.conftest import CORE, MAIL, USING, Jmap, Person, Server, email_id
-
-
-def _problem(answer: httpx.Response, type_suffix: str) -> dict[str, object]:
-    assert answer.status_code == 400, answer.text
-    assert answer.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, object] = answer.json()
-    assert body["type"] == f"urn:ietf:params:jmap:error:{type_suffix}"
-    assert body["status"] == 400 and body["detail"]
-    return body
+from tests.jmap.conftest import CORE, MAIL, USING, Jmap, Person, Server, email_id, problem
 
 
-def test_unknown_capability_is_a_request_problem(client: Jmap) -> None:
+def test_unknown_capability_is_a_requestproblem(client: Jmap) -> None:
     """A `using` naming a capability the server lacks fails the whole request."""
     answer = client.post(
         {"using": [CORE, "urn:example:nope"], "methodCalls": [["Core/echo", {}, "0"]]}
     )
-    assert "urn:example:nope" in str(_problem(answer, "unknownCapability")["detail"])
+    assert "urn:example:nope" in str(problem(answer, "unknownCapability")["detail"])
 
 
 def test_not_json_and_not_a_request(client: Jmap) -> None:
@@ -29,21 +20,22 @@ def test_not_json_and_not_a_request(client: Jmap) -> None:
     raw = client.http.post(
         client.session["apiUrl"], content=b"{not json", headers={"content-type": "application/json"}
     )
-    _problem(raw, "notJSON")
-    for document in (
+    problem(raw, "notJSON")
+    documents: list[Any] = [
         [],
         {"using": CORE, "methodCalls": []},
         {"using": [CORE], "methodCalls": [["Core/echo", {}]]},
         {"using": [CORE], "methodCalls": [["Core/echo", [], "0"]]},
-    ):
-        _problem(client.post(document), "notRequest")
+    ]
+    for document in documents:
+        problem(client.post(document), "notRequest")
 
 
-def test_too_many_calls_is_a_limit_problem(client: Jmap) -> None:
+def test_too_many_calls_is_a_limitproblem(client: Jmap) -> None:
     """More calls than maxCallsInRequest is a limit problem naming the limit."""
     most = client.session["capabilities"][CORE]["maxCallsInRequest"]
     calls = [["Core/echo", {}, str(i)] for i in range(most + 1)]
-    body = _problem(client.post({"using": [CORE], "methodCalls": calls}), "limit")
+    body = problem(client.post({"using": [CORE], "methodCalls": calls}), "limit")
     assert body["limit"] == "maxCallsInRequest"
 
 
@@ -204,7 +196,7 @@ def test_another_users_ids_are_not_found(
 
 def test_invalid_arguments(client: Jmap) -> None:
     """Misspelled arguments, bad types, unsupported filters and sorts fail plainly."""
-    cases = [
+    cases: list[tuple[str, dict[str, Any], str]] = [
         ("Email/query", {"collapse_threads": True}, "invalidArguments"),
         ("Email/query", {"filter": {"header": ["X", "y", "z"]}}, "invalidArguments"),
         ("Email/query", {"filter": {"nosuch": 1}}, "unsupportedFilter"),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.jmap.conftest import CORE, Jmap, Person
+from tests.jmap.conftest import CORE, Jmap, Person, apply_query_changes
 
 
 def tree(client: Jmap) -> dict[str, str]:
@@ -155,14 +155,6 @@ def test_position_anchor_limit_and_total(client: Jmap) -> None:
     assert client.call("Mailbox/query", {})["canCalculateChanges"] is True
 
 
-def apply(old: list[str], changes: dict[str, Any]) -> list[str]:
-    """A client's cached ids after applying a queryChanges response."""
-    ids = [i for i in old if i not in set(changes["removed"])]
-    for item in sorted(changes["added"], key=lambda a: a["index"]):
-        ids.insert(item["index"], item["id"])
-    return ids
-
-
 @pytest.mark.parametrize("as_tree", [False, True])
 def test_query_changes_bring_a_cached_list_up_to_date(client: Jmap, as_tree: bool) -> None:
     """Removed and added turn the old results into the new ones after renames, moves, destroys."""
@@ -188,7 +180,7 @@ def test_query_changes_bring_a_cached_list_up_to_date(client: Jmap, as_tree: boo
     after = client.call("Mailbox/query", args)
     assert changes["oldQueryState"] == before["queryState"]
     assert changes["newQueryState"] == after["queryState"]
-    assert apply(before["ids"], changes) == after["ids"]
+    assert apply_query_changes(before["ids"], changes) == after["ids"]
     assert changes["total"] == len(after["ids"])
     assert box["old"] in changes["removed"]
 

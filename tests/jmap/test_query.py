@@ -7,7 +7,7 @@ from typing import Any
 from mailroom.store.engine import Store
 from tests.factories import make_message
 from tests.helpers import ingest
-from tests.jmap.conftest import USING, Jmap, Person, email_id
+from tests.jmap.conftest import USING, Jmap, Person, email_id, email_query
 
 TABS = "urn:mailroom:jmap:tabs"
 
@@ -17,20 +17,13 @@ def ids_for(client: Jmap, person: Person, *keys: str) -> list[str]:
     return [email_id(person.messages[key]) for key in keys]
 
 
-def query(client: Jmap, **args: Any) -> dict[str, Any]:
-    """Email/query with these arguments; fails the test on a method error."""
-    result: dict[str, Any] = client.call("Email/query", args)
-    assert "error" not in result, result
-    return result
-
-
 def test_inbox_newest_first_collapsed_by_thread(client: Jmap, alice: Person) -> None:
     """The inbox lists the newest email per thread, newest first, with exact totals."""
     inbox = f"L{alice.inbox}"
-    flat = query(client, filter={"inMailbox": inbox}, calculateTotal=True)
+    flat = email_query(client, filter={"inMailbox": inbox}, calculateTotal=True)
     assert flat["ids"] == ids_for(client, alice, "report", "other", "reply", "hello")
     assert flat["total"] == 4 and flat["position"] == 0 and flat["canCalculateChanges"]
-    collapsed = query(
+    collapsed = email_query(
         client,
         filter={"inMailbox": inbox},
         sort=[{"property": "receivedAt", "isAscending": False}],
@@ -39,7 +32,7 @@ def test_inbox_newest_first_collapsed_by_thread(client: Jmap, alice: Person) -> 
     )
     assert collapsed["ids"] == ids_for(client, alice, "report", "other", "reply")
     assert collapsed["total"] == 3
-    oldest = query(
+    oldest = email_query(
         client, sort=[{"property": "receivedAt", "isAscending": True}], collapseThreads=True
     )
     assert oldest["ids"] == ids_for(client, alice, "hello", "other", "report")
@@ -48,17 +41,17 @@ def test_inbox_newest_first_collapsed_by_thread(client: Jmap, alice: Person) -> 
 def test_position_anchor_and_limit(client: Jmap, alice: Person) -> None:
     """Paging by position (also negative) and by anchor with an offset."""
     everything = ids_for(client, alice, "report", "other", "reply", "hello")
-    assert query(client, position=1, limit=2)["ids"] == everything[1:3]
-    tail = query(client, position=-1, limit=5)
+    assert email_query(client, position=1, limit=2)["ids"] == everything[1:3]
+    tail = email_query(client, position=-1, limit=5)
     assert tail["ids"] == everything[3:] and tail["position"] == 3
-    assert query(client, position=10)["ids"] == []
-    around = query(client, anchor=everything[2], anchorOffset=-1, limit=2)
+    assert email_query(client, position=10)["ids"] == []
+    around = email_query(client, anchor=everything[2], anchorOffset=-1, limit=2)
     assert around["ids"] == everything[1:3] and around["position"] == 1
-    collapsed = query(client, anchor=everything[2], collapseThreads=True, limit=1)
+    collapsed = email_query(client, anchor=everything[2], collapseThreads=True, limit=1)
     assert collapsed["ids"] == [everything[2]] and collapsed["position"] == 2
     hidden = client.call("Email/query", {"anchor": everything[3], "collapseThreads": True})
     assert hidden["error"]["type"] == "anchorNotFound"
-    capped = query(client)
+    capped = email_query(client)
     assert (
         capped["limit"]
         == client.session["capabilities"]["urn:ietf:params:jmap:core"]["maxObjectsInGet"]
@@ -83,7 +76,7 @@ def test_filters(store: Store, client: Jmap, alice: Person) -> None:
     )
 
     def found(condition: dict[str, Any]) -> set[str]:
-        return set(query(client, filter=condition)["ids"])
+        return set(email_query(client, filter=condition)["ids"])
 
     assert found({"inMailbox": trash}) == {reply}
     assert found({"inMailboxOtherThan": [trash]}) == {hello, other, report}
@@ -153,7 +146,7 @@ def test_query_changes_follow_a_move_out_of_the_inbox(client: Jmap, alice: Perso
     """After a move to Trash, queryChanges removes it and re-adds the new thread representative."""
     inbox = f"L{alice.inbox}"
     args = {"filter": {"inMailbox": inbox}, "collapseThreads": True}
-    before = query(client, **args)
+    before = email_query(client, **args)
     reply, hello = ids_for(client, alice, "reply", "hello")
     trash = next(
         m["id"] for m in client.call("Mailbox/get", {"ids": None})["list"] if m["role"] == "trash"
@@ -165,7 +158,7 @@ def test_query_changes_follow_a_move_out_of_the_inbox(client: Jmap, alice: Perso
         "Email/queryChanges",
         {**args, "sinceQueryState": before["queryState"], "calculateTotal": True},
     )
-    after = query(client, **args)
+    after = email_query(client, **args)
     assert delta["oldQueryState"] == before["queryState"]
     assert delta["newQueryState"] == after["queryState"] != before["queryState"]
     assert reply in delta["removed"]

@@ -8,17 +8,10 @@ from typing import Any
 from mailroom.store.engine import Store
 from tests.factories import make_message
 from tests.helpers import ingest
-from tests.jmap.conftest import Jmap, Person, email_id
+from tests.jmap.conftest import Jmap, Person, apply_query_changes, email_id, email_query
 
 OLDEST_FIRST = [{"property": "receivedAt"}]
 IMMUTABLE = {"filter": {"hasAttachment": False}, "sort": OLDEST_FIRST}
-
-
-def query(client: Jmap, **args: Any) -> dict[str, Any]:
-    """Email/query; fails the test on a method error."""
-    result: dict[str, Any] = client.call("Email/query", args)
-    assert "error" not in result, result
-    return result
 
 
 def changes(client: Jmap, **args: Any) -> dict[str, Any]:
@@ -26,15 +19,6 @@ def changes(client: Jmap, **args: Any) -> dict[str, Any]:
     result: dict[str, Any] = client.call("Email/queryChanges", args)
     assert "error" not in result, result
     return result
-
-
-def apply(cached: list[str], delta: dict[str, Any]) -> list[str]:
-    """What a client holds after applying a queryChanges response to its cached ids."""
-    removed = set(delta["removed"])
-    rebuilt = [i for i in cached if i not in removed]
-    for item in sorted(delta["added"], key=lambda a: a["index"]):
-        rebuilt.insert(item["index"], item["id"])
-    return rebuilt
 
 
 def arrive(store: Store, person: Person, *minutes: int) -> list[str]:
@@ -50,18 +34,19 @@ def test_up_to_id_stops_an_immutable_query_at_the_clients_last_id(
     store: Store, client: Jmap, alice: Person
 ) -> None:
     """Only additions up to upToId are reported; without it, all of them."""
-    before = query(client, **IMMUTABLE)
+    before = email_query(client, **IMMUTABLE)
     hello, reply, other = before["ids"]
     early, late = arrive(store, alice, 2, 100)
     args = {**IMMUTABLE, "sinceQueryState": before["queryState"], "calculateTotal": True}
     short = changes(client, **args, upToId=reply)
     assert short["added"] == [{"id": early, "index": 1}]
     assert short["total"] == 5
-    assert apply([hello, reply], short) == [hello, early, reply]
+    assert apply_query_changes([hello, reply], short) == [hello, early, reply]
     full = changes(client, **args)
     assert full["added"] == [{"id": early, "index": 1}, {"id": late, "index": 4}]
-    after = query(client, **IMMUTABLE)
-    assert apply(before["ids"], full) == after["ids"] == [hello, early, reply, other, late]
+    after = email_query(client, **IMMUTABLE)
+    rebuilt = apply_query_changes(before["ids"], full)
+    assert rebuilt == after["ids"] == [hello, early, reply, other, late]
     assert full["newQueryState"] == after["queryState"] and full["total"] == 5
 
 
@@ -70,8 +55,8 @@ def test_up_to_id_is_ignored_where_it_cannot_be_honest(
 ) -> None:
     """A mutable filter, or an upToId that changed itself, reports every addition."""
     mutable = {"filter": {"inMailbox": f"L{alice.inbox}"}, "sort": OLDEST_FIRST}
-    before_mutable = query(client, **mutable)
-    before = query(client, **IMMUTABLE)
+    before_mutable = email_query(client, **mutable)
+    before = email_query(client, **IMMUTABLE)
     hello, reply, _other = before["ids"]
     (late,) = arrive(store, alice, 100)
     moved = changes(
@@ -85,8 +70,8 @@ def test_up_to_id_is_ignored_where_it_cannot_be_honest(
     gone = changes(client, **IMMUTABLE, sinceQueryState=before["queryState"], upToId=reply)
     assert reply in gone["removed"]
     assert {"id": late, "index": 2} in gone["added"]
-    assert apply(before["ids"], gone) == query(client, **IMMUTABLE)["ids"]
-    assert hello in query(client, **IMMUTABLE)["ids"]
+    assert apply_query_changes(before["ids"], gone) == email_query(client, **IMMUTABLE)["ids"]
+    assert hello in email_query(client, **IMMUTABLE)["ids"]
 
 
 def test_changes_follow_a_subject_sort_with_collapsed_threads(
@@ -94,14 +79,14 @@ def test_changes_follow_a_subject_sort_with_collapsed_threads(
 ) -> None:
     """Applying the delta to the old ids gives the new ids under any sort."""
     args = {"sort": [{"property": "subject"}], "collapseThreads": True}
-    before = query(client, **args)
+    before = email_query(client, **args)
     arrive(store, alice, 1, 200)
     client.call(
         "Email/set", {"update": {email_id(alice.messages["other"]): {"keywords/$seen": True}}}
     )
     delta = changes(client, **args, sinceQueryState=before["queryState"], calculateTotal=True)
-    after = query(client, **args)
-    assert apply(before["ids"], delta) == after["ids"]
+    after = email_query(client, **args)
+    assert apply_query_changes(before["ids"], delta) == after["ids"]
     assert delta["total"] == len(after["ids"]) == 5
     same = changes(client, **args, sinceQueryState=after["queryState"])
     assert same["removed"] == [] and same["added"] == []
@@ -110,7 +95,7 @@ def test_changes_follow_a_subject_sort_with_collapsed_threads(
 
 def test_query_changes_errors(store: Store, client: Jmap, alice: Person) -> None:
     """Unknown states, too many changes and malformed arguments are their RFC errors."""
-    state = query(client)["queryState"]
+    state = email_query(client)["queryState"]
     arrive(store, alice, 100, 101)
 
     def error(**args: Any) -> str:

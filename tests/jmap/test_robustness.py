@@ -14,22 +14,13 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.jmap.conftest import CORE, PASSWORD, USING, Jmap, Person, Server
+from tests.jmap.conftest import CORE, PASSWORD, USING, Jmap, Person, Server, problem
 
 JSON = {"content-type": "application/json"}
 
 
 def _raw(client: Jmap, body: bytes) -> httpx.Response:
     return client.http.post(client.session["apiUrl"], content=body, headers=JSON)
-
-
-def _problem(answer: httpx.Response, type_suffix: str) -> dict[str, Any]:
-    assert answer.status_code == 400, answer.text
-    assert answer.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = answer.json()
-    assert body["type"] == f"urn:ietf:params:jmap:error:{type_suffix}", body
-    assert body["detail"]
-    return body
 
 
 def _query(client: Jmap, **args: Any) -> dict[str, Any]:
@@ -40,7 +31,7 @@ def _query(client: Jmap, **args: Any) -> dict[str, Any]:
 def test_json_nested_100000_deep_is_not_json(client: Jmap) -> None:
     """A body nested 100,000 deep is refused as notJSON before it is decoded."""
     deep = b'{"using": [], "methodCalls": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    assert "deep" in _problem(_raw(client, deep), "notJSON")["detail"]
+    assert "deep" in problem(_raw(client, deep), "notJSON")["detail"]
 
 
 def test_filter_nested_900_deep_is_refused(client: Jmap) -> None:
@@ -58,7 +49,7 @@ def test_filter_nested_900_deep_is_refused(client: Jmap) -> None:
         f'{{"using": {json.dumps(USING)}, "methodCalls": [["Email/query", '
         f'{{"accountId": "{client.account}", "filter": {deep}}}, "q"]]}}'
     )
-    _problem(_raw(client, body.encode()), "notJSON")
+    problem(_raw(client, body.encode()), "notJSON")
     error = _query(client, filter=nested(30))["error"]
     assert error["type"] == "unsupportedFilter" and "deep" in error["description"]
 
@@ -70,17 +61,17 @@ def test_nan_and_infinity_are_not_json(client: Jmap, literal: bytes) -> None:
         CORE.encode(),
         literal,
     )
-    _problem(_raw(client, body), "notJSON")
+    problem(_raw(client, body), "notJSON")
 
 
 def test_duplicate_names_and_lone_surrogates_are_not_json(client: Jmap) -> None:
     """I-JSON forbids duplicate member names and unpaired surrogates: notJSON, never 500."""
     duplicate = b'{"using": [], "using": [], "methodCalls": []}'
-    _problem(_raw(client, duplicate), "notJSON")
+    problem(_raw(client, duplicate), "notJSON")
     lone = b'{"using": ["%s"], "methodCalls": [["Core/echo", {"x": "\\ud800"}, "0"]]}' % (
         CORE.encode()
     )
-    _problem(_raw(client, lone), "notJSON")
+    problem(_raw(client, lone), "notJSON")
     paired = b'{"using": ["%s"], "methodCalls": [["Core/echo", {"x": "\\ud83d\\ude00"}, "0"]]}' % (
         CORE.encode()
     )
@@ -153,7 +144,7 @@ def test_a_pointer_of_100000_tokens_is_an_invalid_reference(client: Jmap) -> Non
 def test_a_body_over_max_size_request_is_a_limit_before_it_is_read(client: Jmap) -> None:
     """A Content-Length over maxSizeRequest is a limit problem naming maxSizeRequest."""
     most = client.session["capabilities"][CORE]["maxSizeRequest"]
-    body = _problem(_raw(client, b" " * (most + 1)), "limit")
+    body = problem(_raw(client, b" " * (most + 1)), "limit")
     assert body["limit"] == "maxSizeRequest"
 
 

@@ -22,28 +22,9 @@ from mailroom.jobs.queues import make_queues
 from mailroom.jobs.tasks import Jobs
 from mailroom.store.engine import Store
 from mailroom.store.models.base import utcnow
-from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, run_server
+from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, download, run_server, upload
 
 SMALL = 1000
-
-
-def upload(client: Jmap, data: bytes, media_type: str | None = "text/plain") -> httpx.Response:
-    """POST ``data`` to the uploadUrl of the client's account."""
-    url = client.session["uploadUrl"].replace("{accountId}", client.account)
-    headers = {"Content-Type": media_type} if media_type else {}
-    return client.http.post(url, content=data, headers=headers)
-
-
-def download(client: Jmap, blob_id: str) -> httpx.Response:
-    """GET a blob through the downloadUrl."""
-    url = (
-        client.session["downloadUrl"]
-        .replace("{accountId}", client.account)
-        .replace("{blobId}", blob_id)
-        .replace("{name}", "file")
-        .replace("{type}", "")
-    )
-    return client.http.get(url)
 
 
 @pytest.fixture
