@@ -1,20 +1,18 @@
 """Inbox tabs: deciding a message's category from stored data only.
 
-The names below are imported on first use: ``mailroom.categories.tabs`` (the
-tab names) must not load the cascade for a read command.
+The tab names come from ``mailroom.categories.tabs``; the cascade's names are
+imported on first use, so a read command that needs only the names does not
+load the cascade.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mailroom.categories.tabs import CATEGORIES
+
 if TYPE_CHECKING:
-    from mailroom.categories.cascade import (
-        CATEGORIES,
-        CategoryDecision,
-        CategoryFacts,
-        categorize,
-    )
+    from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
 
 __all__ = ["CATEGORIES", "CategoryDecision", "CategoryFacts", "categorize"]
 

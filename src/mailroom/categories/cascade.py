@@ -24,9 +24,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-# Re-exported: the tab names were defined here before tabs.py.
-from mailroom.categories.tabs import CATEGORIES as CATEGORIES
-from mailroom.categories.tabs import PRIMARY as PRIMARY
+from mailroom.categories.tabs import PRIMARY
 from mailroom.conversations.subject import is_reply
 
 GMAIL_CATEGORY_LABELS = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from mailroom.categories.cascade import CATEGORIES, PRIMARY
 from mailroom.categories.correspondents import switched_off
 from mailroom.categories.recompute import recategorize
+from mailroom.categories.tabs import CATEGORIES, PRIMARY
 from mailroom.cli.context import AppContext, pass_app, plain_errors
 from mailroom.errors import ConfigError
 from mailroom.owners import DEFAULT_OWNER, get_user

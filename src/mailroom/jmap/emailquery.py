@@ -52,7 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.types import NullType
 
-from mailroom.categories.cascade import CATEGORIES
+from mailroom.categories.tabs import CATEGORIES
 from mailroom.jmap import ids
 from mailroom.jmap.comparators import Comparator, keyword_argument, parse_sort
 from mailroom.jmap.emailsort import (

@@ -52,7 +52,8 @@ from sqlalchemy.orm import Session
 
 from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import wake_after_commit
-from mailroom.labels.resolver import SYSTEM_LABELS, role_for_folder_name
+from mailroom.labels.resolver import role_for_folder_name
+from mailroom.labels.roles import SYSTEM_LABELS
 from mailroom.providers.base import (
     CREATE_FOLDER,
     DELETE_FOLDER,

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from mailroom.labels.roles import SYSTEM_LABELS as SYSTEM_LABELS  # re-exported
+from mailroom.labels.roles import SYSTEM_LABELS
 from mailroom.store.models import Label, LabelBinding
 
 # Folder names (lower-case) that mean a system role when the provider does not say so.

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mailroom.categories.cascade import CATEGORIES
+from mailroom.categories.tabs import CATEGORIES
 from mailroom.errors import RuleError
 from mailroom.store.search import query_terms
 
