@@ -7,6 +7,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -37,6 +38,7 @@ class AppContext:
     _store: Store | None = field(default=None, repr=False)
     _reader: SqliteReader | None = field(default=None, repr=False)
     _session: Session | None = field(default=None, repr=False)
+    _scopes: ExitStack = field(default_factory=ExitStack, repr=False)
 
     @property
     def settings(self) -> Settings:
@@ -72,7 +74,7 @@ class AppContext:
                 self._reader = current_sqlite_reader(settings, path)
                 if self._reader is not None:
                     return self._reader
-            self._session = self.existing_store.session().__enter__()
+            self._session = self._scopes.enter_context(self.existing_store.session())
         from mailroom.store.reader import SessionReader
 
         return SessionReader(self._session)
@@ -82,9 +84,8 @@ class AppContext:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        self._scopes.close()  # the read session's scope ends (Store.session commits, closes)
+        self._session = None
         if self._store is not None:
             self._store.dispose()
             self._store = None
