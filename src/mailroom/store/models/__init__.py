@@ -31,6 +31,14 @@ from mailroom.store.models.messages import (
     MessageLocation,
     MessageRef,
 )
+from mailroom.store.models.outbound import (
+    SUBMISSION_STATES,
+    Bounce,
+    FailedSend,
+    SendRateBucket,
+    Submission,
+    VacationReply,
+)
 from mailroom.store.models.pending_changes import PENDING_CHANGE_STATES, PendingChange
 from mailroom.store.models.rules import Contact, Rule
 from mailroom.store.models.signin import SignInFailure, WebSession
@@ -39,6 +47,12 @@ from mailroom.store.models.threads import Thread, ThreadLabel
 from mailroom.store.models.users import Account, ApiToken, User
 
 __all__ = [
+    "SUBMISSION_STATES",
+    "Bounce",
+    "FailedSend",
+    "SendRateBucket",
+    "Submission",
+    "VacationReply",
     "CHANGE_KINDS",
     "PENDING_CHANGE_STATES",
     "Contact",

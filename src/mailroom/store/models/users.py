@@ -44,6 +44,9 @@ class Account(Base):
     watch_state: Mapped[str] = mapped_column(String(40), default="idle")
     settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     secret: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # The outgoing server's password, sealed like ``secret`` (associated data
+    # ``account:<id>:smtp``); null when it is the same as the incoming one.
+    smtp_secret: Mapped[bytes | None] = mapped_column(LargeBinary)
     import_total: Mapped[int] = mapped_column(Integer, default=0)
     import_done: Mapped[int] = mapped_column(Integer, default=0)
     import_finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
