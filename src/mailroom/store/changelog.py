@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.store.models import CHANGE_KINDS, Change
 
-CHANGE_TYPES = ("Email", "Thread", "Mailbox", "Identity", "VacationResponse")
+CHANGE_TYPES = ("Email", "Thread", "Mailbox", "Identity", "VacationResponse", "EmailSubmission")
 _LOCK_SPACE = 0x6D61696C  # "mail": the first key of the per-user advisory lock
 _USER_LOCK = text("SELECT pg_advisory_xact_lock(:space, :user)")
 
