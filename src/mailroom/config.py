@@ -19,6 +19,12 @@
                            another site; any other Origin is refused (403).
 ``MAILROOM_PUSH_ALLOW_HTTP`` ``1`` lets JMAP push subscriptions use plain http
                            URLs (for test receivers; https is required otherwise).
+``MAILROOM_LANE_RATES``    the pace of the throttled sending lanes, messages per minute
+                           and burst: ``urgent=120/20,calm=30/5`` (the default; ``direct``
+                           is never throttled). ``MAILROOM_LANE_KINDS`` maps kinds of mail
+                           to lanes (``password_reset=urgent,invoice=urgent,newsletter=calm``;
+                           an unknown kind goes ``calm``). ``MAILROOM_PACING=off`` throttles
+                           no lane: every lane then retries like ``direct`` (SPEC §11).
 
 Every field of :class:`Settings` is ``MAILROOM_<FIELD>`` (any case). A keyword
 given to :func:`load_settings` (a CLI flag) wins over the environment, the
@@ -98,6 +104,10 @@ class Settings:
     # MAILROOM_PUSH_ALLOW_HTTP=1: JMAP push subscriptions may use http URLs (test set-ups
     # only; the receiver must still pass the SSRF guard and its allow-list).
     push_allow_http: int = 0
+    # Sending (mailroom.outbound; the module docstring above has the formats).
+    lane_rates: str = "urgent=120/20,calm=30/5"
+    lane_kinds: str = "password_reset=urgent,invoice=urgent,newsletter=calm"
+    pacing: str = "on"
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
@@ -114,11 +124,76 @@ class Settings:
         return [part for part in self.cors_origins.replace(",", " ").split() if part]
 
     @property
+    def lane_rate_map(self) -> dict[str, LaneRate]:
+        """The pace of each throttled lane (urgent, calm): the defaults, then the setting."""
+        rates = dict(DEFAULT_LANE_RATES)
+        for name, value in _pairs(self.lane_rates, "lane_rates"):
+            rates[_throttled_lane(name.lower())] = _lane_rate(name, value)
+        return rates
+
+    @property
+    def lane_kind_map(self) -> dict[str, str]:
+        """Kind of mail -> lane name (checked when a message is queued, by ``lane_for``)."""
+        return {kind: lane.lower() for kind, lane in _pairs(self.lane_kinds, "lane_kinds")}
+
+    @property
+    def pacing_enabled(self) -> bool:
+        """False when the operator switched pacing off (``MAILROOM_PACING=off``)."""
+        value = self.pacing.strip().lower()
+        if value not in _SWITCH:
+            raise _invalid("pacing", f"{self.pacing!r} is not on or off")
+        return _SWITCH[value]
+
+    @property
     def resolved_database_url(self) -> str:
         """The database URL in force: the configured one or the SQLite default."""
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'mailroom.sqlite3'}"
+
+
+@dataclass(frozen=True)
+class LaneRate:
+    """The pace of one throttled lane: messages per minute, and how many may leave at once."""
+
+    per_minute: float
+    burst: int
+
+
+DEFAULT_LANE_RATES = {"urgent": LaneRate(120.0, 20), "calm": LaneRate(30.0, 5)}
+_SWITCH = {"on": True, "1": True, "true": True, "yes": True}
+_SWITCH.update({"off": False, "0": False, "false": False, "no": False})
+
+
+def _pairs(text: str, setting: str) -> list[tuple[str, str]]:
+    """``"a=1, b=2"`` -> ``[("a", "1"), ("b", "2")]``; a part without ``=`` is invalid."""
+    pairs: list[tuple[str, str]] = []
+    for part in text.replace(";", ",").split(","):
+        if not part.strip():
+            continue
+        name, sign, value = part.partition("=")
+        if not sign or not name.strip() or not value.strip():
+            raise _invalid(setting, f"{part.strip()!r} is not NAME=VALUE")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def _throttled_lane(name: str) -> str:
+    if name not in DEFAULT_LANE_RATES:
+        reason = "the direct lane is never throttled" if name == "direct" else "no such lane"
+        raise _invalid("lane_rates", f"{name!r}: {reason}; the throttled lanes are urgent, calm")
+    return name
+
+
+def _lane_rate(name: str, value: str) -> LaneRate:
+    per_minute, slash, burst = value.partition("/")
+    try:
+        rate = LaneRate(float(per_minute), int(burst) if slash else 1)
+    except ValueError:
+        rate = LaneRate(0.0, 0)
+    if not rate.per_minute > 0 or rate.burst < 1 or rate.per_minute == float("inf"):
+        raise _invalid("lane_rates", f"{name}={value!r} is not PER_MINUTE/BURST such as 30/5")
+    return rate
 
 
 # Field type (annotations are strings under `from __future__`) -> (parse text, Python type, words).

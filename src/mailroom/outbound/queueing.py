@@ -1,0 +1,193 @@
+"""Putting a message into its lane, taking it out again, and re-queueing a failed one.
+
+Every way of sending — a JMAP EmailSubmission, the submission port,
+``mailroom send`` — enters through :func:`queue_message`, inside the caller's
+transaction:
+
+* the message needs a Message-ID (it is the idempotency key: queueing the same
+  Message-ID again for one account returns the submission already there);
+* ``Bcc``/``Resent-Bcc`` are removed from the transmitted bytes, which are kept
+  in ``blobs`` (content-addressed, like raw messages);
+* the lane is fixed now, from ``lane`` or ``kind`` (:func:`~mailroom.outbound.lanes.lane_for`),
+  and never looked up again (SPEC §11);
+* state ``scheduled`` when ``send_at`` is later than now, else ``queued``;
+  ``next_attempt_at`` is when it is due;
+* the EmailSubmission ``created`` change is written in the same transaction,
+  and the lane's job is woken after the commit (:mod:`mailroom.outbound.hooks`).
+
+:func:`cancel_submission` cancels only what no worker has claimed yet (a
+single guarded UPDATE, so a worker claiming it at the same moment wins or
+loses cleanly). :func:`retry_submission` is the operator's ``mailroom
+outbound retry``: a failed submission starts afresh (attempts, deferrals and
+its 6-hour window), and its failed-sends row goes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from mailroom.config import Settings
+from mailroom.errors import ConfigError, NotFoundError
+from mailroom.outbound.envelope import (
+    OutboundError,
+    check_envelope,
+    envelope_from_headers,
+    message_id_of,
+    strip_bcc,
+)
+from mailroom.outbound.hooks import wake_after_commit
+from mailroom.outbound.lanes import LANES, lane_for
+from mailroom.store.bulk import insert_ignoring_conflicts
+from mailroom.store.changelog import record
+from mailroom.store.keys import id_key
+from mailroom.store.models import Account, Blob, FailedSend, Submission, utcnow
+
+__all__ = [
+    "CHANGE_TYPE",
+    "OutboundError",
+    "cancel_submission",
+    "queue_message",
+    "record_submission_change",
+    "retry_submission",
+]
+
+CHANGE_TYPE = "EmailSubmission"
+WAITING = ("scheduled", "queued")
+
+
+def record_submission_change(
+    session: Session, user_id: int, submission_ids: list[int], kind: str = "updated"
+) -> None:
+    """Write the EmailSubmission change rows (JMAP clients see the progress)."""
+    record(session, user_id, CHANGE_TYPE, submission_ids, kind)
+
+
+def _keep_bytes(session: Session, data: bytes) -> str:
+    sha256 = hashlib.sha256(data).hexdigest()
+    row = {"sha256": sha256, "size": len(data), "data": data, "created_at": utcnow()}
+    insert_ignoring_conflicts(session, Blob, [row], conflict=["sha256"])
+    return sha256
+
+
+def _lane(settings: Settings, kind: str | None, lane: str | None) -> str:
+    if lane is None:
+        try:
+            return lane_for(kind, settings.lane_kind_map)
+        except ConfigError as error:  # the operator's map is wrong: say so to the sender too
+            raise OutboundError(str(error)) from None
+    if lane not in LANES:
+        raise OutboundError(f"There is no lane called {lane!r}; the lanes are {', '.join(LANES)}.")
+    return lane
+
+
+def _existing(session: Session, account_id: int, key: str) -> Submission | None:
+    return session.scalar(
+        select(Submission).where(Submission.account_id == account_id, Submission.message_key == key)
+    )
+
+
+def queue_message(
+    session: Session,
+    *,
+    settings: Settings,
+    account_id: int,
+    raw: bytes,
+    envelope: dict[str, Any] | None = None,
+    kind: str | None = None,
+    lane: str | None = None,
+    identity_id: int | None = None,
+    email_id: int | None = None,
+    send_at: datetime | None = None,
+    now: datetime | None = None,
+) -> Submission:
+    """Queue ``raw`` for sending from ``account_id`` (see the module docstring); the submission.
+
+    Raises :class:`OutboundError` (one plain sentence) for a message or envelope
+    that cannot be sent, :class:`~mailroom.errors.NotFoundError` for an unknown account.
+    """
+    moment = now or utcnow()
+    account = session.get(Account, account_id)
+    if account is None:
+        raise NotFoundError(f"There is no account with id {account_id}.")
+    message_id = message_id_of(raw)
+    key = id_key(message_id)
+    found = _existing(session, account_id, key)
+    if found is not None:
+        return found
+    chosen = _lane(settings, kind, lane)
+    checked = check_envelope(envelope) if envelope is not None else envelope_from_headers(raw)
+    due = max(send_at, moment) if send_at is not None else moment
+    submission = Submission(
+        user_id=account.user_id,
+        account_id=account_id,
+        identity_id=identity_id,
+        email_id=email_id,
+        message_id=message_id,
+        message_key=key,
+        raw_sha256=_keep_bytes(session, strip_bcc(raw)),
+        envelope=dict(checked),
+        lane=chosen,
+        kind=kind,
+        state="scheduled" if due > moment else "queued",
+        queued_at=moment,
+        send_at=due,
+        next_attempt_at=due,
+        attempts=0,
+        deferrals=0,
+        updated_at=moment,
+    )
+    try:
+        with session.begin_nested():
+            session.add(submission)
+    except IntegrityError:  # queued at the same moment by another transaction
+        found = _existing(session, account_id, key)
+        if found is None:
+            raise
+        return found
+    record_submission_change(session, account.user_id, [submission.id], "created")
+    wake_after_commit(session, chosen, due)
+    return submission
+
+
+def cancel_submission(
+    session: Session, submission: Submission, *, now: datetime | None = None
+) -> bool:
+    """Cancel a submission no worker has claimed (scheduled or queued); False otherwise."""
+    moment = now or utcnow()
+    result = session.execute(
+        update(Submission)
+        .where(Submission.id == submission.id, Submission.state.in_(WAITING))
+        .values(state="canceled", next_attempt_at=None, updated_at=moment)
+        .execution_options(synchronize_session=False)
+    )
+    session.refresh(submission)
+    if not result.rowcount:  # type: ignore[attr-defined]
+        return False
+    record_submission_change(session, submission.user_id, [submission.id])
+    return True
+
+
+def retry_submission(session: Session, submission_id: int, *, now: datetime | None = None) -> str:
+    """Re-queue a failed submission as if it were queued now; its lane. NotFoundError otherwise."""
+    moment = now or utcnow()
+    submission = session.get(Submission, submission_id)
+    if submission is None or submission.state != "failed":
+        raise NotFoundError(
+            f"There is no failed submission {submission_id}; `mailroom outbound failed` lists them."
+        )
+    session.execute(delete(FailedSend).where(FailedSend.submission_id == submission_id))
+    submission.state = "queued"
+    submission.queued_at = submission.send_at = submission.next_attempt_at = moment
+    submission.attempts = submission.deferrals = 0
+    submission.handoff_at = None
+    submission.delivery_status = None
+    submission.updated_at = moment
+    record_submission_change(session, submission.user_id, [submission.id])
+    wake_after_commit(session, submission.lane, moment)
+    return submission.lane
