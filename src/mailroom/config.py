@@ -25,6 +25,9 @@
                            to lanes (``password_reset=urgent,invoice=urgent,newsletter=calm``;
                            an unknown kind goes ``calm``). ``MAILROOM_PACING=off`` throttles
                            no lane: every lane then retries like ``direct`` (SPEC §11).
+``MAILROOM_SUBMISSION_LISTEN`` where ``mailroom serve`` opens the SMTP submission
+                           port for mail programs (``127.0.0.1:8587``; ``off`` closes it);
+                           ``MAILROOM_SUBMISSION_MAX_BYTES`` the largest message it takes (25 MiB).
 
 Every field of :class:`Settings` is ``MAILROOM_<FIELD>`` (any case). A keyword
 given to :func:`load_settings` (a CLI flag) wins over the environment, the
@@ -108,6 +111,9 @@ class Settings:
     lane_rates: str = "urgent=120/20,calm=30/5"
     lane_kinds: str = "password_reset=urgent,invoice=urgent,newsletter=calm"
     pacing: str = "on"
+    # The SMTP submission port of `mailroom serve` (mailroom.outbound.submission_port).
+    submission_listen: str = "127.0.0.1:8587"
+    submission_max_bytes: int = 25 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
