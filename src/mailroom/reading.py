@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mailroom.errors import NotFoundError, unknown_user
+from mailroom.providers.facts import importing
 from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
 from mailroom.store.search import match_clause
 
@@ -262,3 +263,40 @@ def message_detail(source: Source, user: int, message_id: int) -> dict[str, Any]
         }
     )
     return detail
+
+
+def account_states(source: Source, user: int | None = None) -> list[dict[str, Any]]:
+    """Each account (of one user, or everyone's) with its status and import state, for
+    `mailroom accounts`, by owner then name.
+
+    Provider-neutral: ``importing`` comes from the account row and what the provider
+    declares as data (:mod:`mailroom.providers.facts`), so no provider is imported.
+    """
+    reader = as_reader(source)
+    mine = "" if user is None else "WHERE accounts.user_id = :user "
+    rows = reader.rows(
+        "SELECT users.name, accounts.name, accounts.provider, accounts.status, "
+        "accounts.status_reason, accounts.watch_state, accounts.import_done, "
+        "accounts.import_total, accounts.import_finished_at, accounts.settings "
+        f"FROM accounts JOIN users ON users.id = accounts.user_id {mine}"
+        "ORDER BY users.name, accounts.name",
+        {} if user is None else {"user": user},
+    )
+    listed = []
+    for owner, name, provider, status, reason, watch, done, total, finished, config in rows:
+        listed.append(
+            {
+                "owner": owner,
+                "name": name,
+                "provider": provider,
+                "status": status,
+                "status_reason": reason,
+                "watch_state": watch,
+                "importing": importing(provider, status, finished),
+                "import_done": int(done or 0),
+                "import_total": int(total or 0),
+                "import_finished_at": stamp(finished),
+                "settings": json_value(config) or {},
+            }
+        )
+    return listed

@@ -1,17 +1,17 @@
-"""``mailroom account add PROVIDER``, ``mailroom account disconnect`` and ``mailroom accounts``."""
+"""``mailroom account add PROVIDER``, ``mailroom account disconnect`` and ``mailroom accounts``.
+
+``mailroom accounts`` is a read command: it reads through ``mailroom.reading`` and
+imports neither SQLAlchemy nor a provider (``tests/cli/test_read_path.py``), so the
+other commands import those inside their functions.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
-from sqlalchemy import select
 
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
-from mailroom.errors import NotFoundError
-from mailroom.owners import DEFAULT_OWNER, get_user
-from mailroom.providers import registry
-from mailroom.store.models import Account, User
+from mailroom.config import DEFAULT_OWNER
+from mailroom.reading import account_states, user_id
 
 
 @click.group("account")
@@ -27,6 +27,8 @@ class _ProviderCommands(click.Group):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        from mailroom.providers import registry
+
         return [name for name in registry.names() if _entry_command(name) is not None]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -34,6 +36,8 @@ class _ProviderCommands(click.Group):
 
 
 def _entry_command(name: str) -> click.Command | None:
+    from mailroom.providers import registry
+
     entry = registry.find(name)
     if entry is None or entry.add_command is None:
         return None
@@ -52,6 +56,12 @@ def account_add_group() -> None:
 @plain_errors
 def disconnect_command(app: AppContext, name: str, owner: str) -> None:
     """Stop syncing an account and forget its password; its mail stays (idempotent)."""
+    from sqlalchemy import select
+
+    from mailroom.errors import NotFoundError
+    from mailroom.owners import get_user
+    from mailroom.store.models import Account
+
     with app.existing_store.session() as session:
         user = get_user(session, owner)
         account = session.scalar(
@@ -66,14 +76,14 @@ def disconnect_command(app: AppContext, name: str, owner: str) -> None:
     click.echo(f"The account {name!r} is disconnected; its mail stays in the store.")
 
 
-def _progress(row: Any, importing: bool) -> str:
+def _progress(importing: bool, done: int, total: int) -> str:
     if not importing:
         return "done"
-    if not row.import_total and not row.import_done:
+    if not total and not done:
         # No folder has been counted yet: the first sync has not reached the server.
         return "not started"
-    percent = min(100.0, 100.0 * row.import_done / row.import_total) if row.import_total else 0.0
-    return f"{min(row.import_done, row.import_total)}/{row.import_total} ({percent:.0f}%)"
+    percent = min(100.0, 100.0 * done / total) if total else 0.0
+    return f"{min(done, total)}/{total} ({percent:.0f}%)"
 
 
 def _backoff_seconds(watch_state: str) -> float | None:
@@ -118,36 +128,27 @@ TABLE_WIDTH = 100
 @plain_errors
 def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
     """List accounts: status, import progress and, when something is wrong, why."""
-    rows: list[dict[str, Any]] = []
-    store = app.existing_store
-    with store.session() as session:
-        query = select(Account, User.name).join(User, User.id == Account.user_id)
-        if owner is not None:
-            query = query.where(User.id == get_user(session, owner).id)
-        for account, user_name in session.execute(query.order_by(User.name, Account.name)):
-            importer = (
-                registry.importer_for(store, account.provider, app.settings)
-                if account.status != "disconnected"  # a disconnected account imports nothing
-                else None
-            )
-            importing = importer.state(account.id).importing if importer is not None else False
-            rows.append(
-                {
-                    "owner": user_name,
-                    "name": account.name,
-                    "provider": account.provider,
-                    "status": account.status,
-                    "status_reason": account.status_reason,
-                    "watch_state": account.watch_state,
-                    "reason": account_reason(
-                        account.status, account.status_reason, account.watch_state
-                    ),
-                    "importing": importing,
-                    "import_done": account.import_done,
-                    "import_total": account.import_total,
-                    "progress": _progress(account, importing),
-                }
-            )
+    reader = app.reader
+    rows = [
+        {
+            "owner": account["owner"],
+            "name": account["name"],
+            "provider": account["provider"],
+            "status": account["status"],
+            "status_reason": account["status_reason"],
+            "watch_state": account["watch_state"],
+            "reason": account_reason(
+                account["status"], account["status_reason"], account["watch_state"]
+            ),
+            "importing": account["importing"],
+            "import_done": account["import_done"],
+            "import_total": account["import_total"],
+            "progress": _progress(
+                account["importing"], account["import_done"], account["import_total"]
+            ),
+        }
+        for account in account_states(reader, None if owner is None else user_id(reader, owner))
+    ]
     if output == "jsonl":
         for row in rows:
             echo_json(row)
