@@ -28,6 +28,10 @@
 ``MAILROOM_SUBMISSION_LISTEN`` where ``mailroom serve`` opens the SMTP submission
                            port for mail programs (``127.0.0.1:8587``; ``off`` closes it);
                            ``MAILROOM_SUBMISSION_MAX_BYTES`` the largest message it takes (25 MiB).
+``MAILROOM_SEND_UNDO_SECONDS`` how long a JMAP EmailSubmission waits, cancellable, before
+                           its lane may send it (0); ``MAILROOM_SEND_MAX_DELAY_SECONDS`` the
+                           longest FUTURERELEASE hold (30 days; 0 allows none);
+                           ``MAILROOM_SEND_MAX_RECIPIENTS`` recipients per message (100).
 
 Every field of :class:`Settings` is ``MAILROOM_<FIELD>`` (any case). A keyword
 given to :func:`load_settings` (a CLI flag) wins over the environment, the
@@ -114,6 +118,11 @@ class Settings:
     # The SMTP submission port of `mailroom serve` (mailroom.outbound.submission_port).
     submission_listen: str = "127.0.0.1:8587"
     submission_max_bytes: int = 25 * 1024 * 1024
+    # JMAP EmailSubmission (mailroom.jmap.submission_policy): the undo window every
+    # submission waits in, the longest FUTURERELEASE hold, recipients per message.
+    send_undo_seconds: int = 0
+    send_max_delay_seconds: int = 30 * 86400
+    send_max_recipients: int = 100
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
