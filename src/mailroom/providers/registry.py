@@ -13,6 +13,11 @@ Contract:
   part (local files are imported once and have nothing to sync); ``watcher`` is
   None when the provider has no live push. ``watcher`` takes (store, account id,
   settings).
+* ``files_sent_mail`` declares that the provider files a copy of every message
+  sent through it in its own Sent folder (Gmail API send, Graph sendMail with
+  ``saveToSentItems``): mailroom then stores and appends no Sent copy of its
+  own, and the next sync brings the provider's (``outbound.filing``). False for
+  IMAP, whose SMTP server files nothing.
 * ``add_command`` (optional) returns the provider's ``mailroom account add NAME``
   click command, built lazily so that the CLI starts without importing providers;
   ``cli/accounts.py`` lists these and names no provider.
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ProviderEntry",
+    "files_sent_mail",
     "find",
     "get",
     "importer_for",
@@ -63,6 +69,7 @@ class ProviderEntry:
     propagator: Callable[[Store, Settings | None], Propagator] | None = None
     watcher: Callable[[Store, int, Settings | None], Watcher] | None = None
     add_command: Callable[[], click.Command] | None = None
+    files_sent_mail: bool = False
 
 
 _PROVIDERS: dict[str, ProviderEntry] = {}
@@ -108,6 +115,12 @@ def find(name: str) -> ProviderEntry | None:
     """The provider registered under ``name``, or None."""
     _load_builtins()
     return _PROVIDERS.get(name)
+
+
+def files_sent_mail(provider: str) -> bool:
+    """Whether the provider called ``provider`` files sent mail in its Sent folder itself."""
+    entry = find(provider)
+    return entry is not None and entry.files_sent_mail
 
 
 def syncer_for(store: Store, provider: str, settings: Settings | None = None) -> Syncer | None:
