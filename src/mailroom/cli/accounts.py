@@ -7,6 +7,8 @@ other commands import those inside their functions.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
@@ -14,9 +16,23 @@ from mailroom.config import DEFAULT_OWNER
 from mailroom.reading import account_states, user_id
 
 
-@click.group("account")
+class _AccountCommands(click.Group):
+    """``account update`` is built only when asked for: it imports the store and the key box."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), "update"])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "update":
+            from mailroom.cli.account_update import update_command
+
+            return update_command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group("account", cls=_AccountCommands)
 def account_group() -> None:
-    """Connect and disconnect mail accounts."""
+    """Connect, change and disconnect mail accounts."""
 
 
 class _ProviderCommands(click.Group):
@@ -72,6 +88,7 @@ def disconnect_command(app: AppContext, name: str, owner: str) -> None:
         account.status = "disconnected"
         account.status_reason = "disconnected by the owner"
         account.secret = None
+        account.smtp_secret = None
         account.watch_state = "idle"
     click.echo(f"The account {name!r} is disconnected; its mail stays in the store.")
 
@@ -111,6 +128,14 @@ def account_status(status: str, watch_state: str) -> str:
     return status
 
 
+def outgoing_server(settings: dict[str, Any]) -> str | None:
+    """``host:port`` of the account's outgoing server (``account update --smtp-host``), or None."""
+    smtp = settings.get("smtp")
+    if not isinstance(smtp, dict) or not smtp.get("host"):
+        return None
+    return f"{smtp['host']}:{smtp['port']}" if smtp.get("port") else str(smtp["host"])
+
+
 # The table must fit a 100-column terminal; the reason column wraps instead.
 TABLE_WIDTH = 100
 
@@ -146,6 +171,7 @@ def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
             "progress": _progress(
                 account["importing"], account["import_done"], account["import_total"]
             ),
+            "outgoing": outgoing_server(account["settings"]),
         }
         for account in account_states(reader, None if owner is None else user_id(reader, owner))
     ]
@@ -160,6 +186,7 @@ def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
     from rich.table import Table
 
     table = Table("owner", "account", "provider", "status", "import")
+    table.add_column("outgoing", overflow="fold")
     table.add_column("reason", overflow="fold")  # a setting's long name folds, not cut off
     for row in rows:
         table.add_row(
@@ -168,6 +195,7 @@ def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
             row["provider"],
             account_status(row["status"], row["watch_state"]),
             row["progress"],
+            row["outgoing"] or "-",
             row["reason"] or "-",
         )
     console = Console()

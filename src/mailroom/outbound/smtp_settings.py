@@ -30,8 +30,10 @@ __all__ = [
     "DEFAULT_PORTS",
     "SECURITY_MODES",
     "SmtpSettings",
+    "can_log_in",
     "check_smtp",
     "clear_smtp",
+    "incoming_login",
     "is_loopback",
     "set_smtp",
     "smtp_password",
@@ -150,6 +152,19 @@ def clear_smtp(account: Account) -> None:
     """Forget the outgoing server and its password."""
     account.settings = {k: v for k, v in (account.settings or {}).items() if k != "smtp"}
     account.smtp_secret = None
+
+
+def incoming_login(account: Account) -> str | None:
+    """The login SMTP uses when none was given: an IMAP account's own."""
+    login = (account.settings or {}).get("login")
+    return str(login) if account.provider == _IMAP_PROVIDER and login else None
+
+
+def can_log_in(account: Account) -> bool:
+    """Whether a password SMTP may use is stored: its own, or an IMAP account's."""
+    return bool(account.smtp_secret) or (
+        account.provider == _IMAP_PROVIDER and bool(account.secret)
+    )
 
 
 def smtp_password(account: Account, settings: Settings) -> str | None:

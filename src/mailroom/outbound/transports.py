@@ -24,6 +24,7 @@ from mailroom.errors import ConfigError
 from mailroom.outbound.base import Transport
 from mailroom.outbound.smtp import DEFAULT_TIMEOUT, SmtpTransport
 from mailroom.outbound.smtp_settings import smtp_password, smtp_settings
+from mailroom.providers import registry
 from mailroom.store.models import Account
 
 __all__ = ["TransportFactory", "register_transport", "registered_providers", "transport_for"]
@@ -75,6 +76,7 @@ def transport_for(
             ssl_context=ssl_context,
             timeout=timeout,
         )
+    registry.find(account.provider)  # loads the built-in providers, which register theirs
     factory = _FACTORIES.get(account.provider)
     if factory is not None:
         return factory(session, account, settings)

@@ -13,6 +13,13 @@ from mailroom.cli.context import (
     plain_errors,
     read_password,
 )
+from mailroom.cli.smtp_options import (
+    SmtpOptions,
+    describe,
+    resolve_outgoing,
+    save_outgoing,
+    smtp_options,
+)
 from mailroom.owners import DEFAULT_OWNER
 from mailroom.providers.imap.account import TLS_MODES, add_imap_account
 
@@ -32,6 +39,7 @@ __all__ = ["add_imap_command"]
 )
 @click.option("--login", required=True, help="The user name to log in with.")
 @password_options
+@smtp_options
 @click.option("--owner", default=DEFAULT_OWNER, show_default=True, help="User owning the account.")
 @pass_app
 @plain_errors
@@ -44,11 +52,24 @@ def add_imap_command(
     login: str,
     password_file: Path | None,
     password_stdin: bool,
+    smtp: SmtpOptions,
     owner: str,
 ) -> None:
-    """Add an IMAP account; the password is stored encrypted under the master key."""
+    """Add an IMAP account; the passwords are stored encrypted under the master key.
+
+    With ``--smtp-host`` it sends mail through that server, logging in with the
+    IMAP login and password unless ``--smtp-login`` / ``--smtp-password-*`` differ.
+    """
     password = read_password(password_file, password_stdin)
-    add_imap_account(
+    smtp_password = smtp.password(stdin_taken=password_stdin)
+    outgoing = (
+        resolve_outgoing(
+            smtp, current=None, password=smtp_password, default_login=login, can_log_in=True
+        )
+        if smtp.given
+        else None
+    )
+    account_id = add_imap_account(
         app.store,
         app.settings,
         name=name,
@@ -59,7 +80,10 @@ def add_imap_command(
         password=password,
         owner=owner,
     )
+    if outgoing is not None:
+        save_outgoing(app.store, app.settings, account_id, outgoing, smtp_password)
+    sends = f"; it sends mail through {describe(outgoing)}" if outgoing else ""
     click.echo(
-        f"Added the IMAP account {name!r} ({login} at {host}); "
+        f"Added the IMAP account {name!r} ({login} at {host}){sends}; "
         f"`mailroom sync {name}` checks the login and fetches mail."
     )
