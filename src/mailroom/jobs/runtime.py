@@ -35,6 +35,7 @@ from mailroom.jobs.queues import QUEUES, make_queues
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
 from mailroom.jobs.tasks import FollowUpStep, Jobs
 from mailroom.labels import propagation
+from mailroom.outbound.after_mail import AfterMail
 from mailroom.providers import registry
 from mailroom.providers.base import Watcher
 from mailroom.store.engine import Store
@@ -105,6 +106,8 @@ class Runtime:
             steps.STEPS.append(FollowUpStep(self.jobs))
         self._waker = self.jobs.request_propagation
         propagation.WAKERS.append(self._waker)
+        # Filing sent mail, bounces and the vacation response (outbound.after_mail).
+        self.after_mail = AfterMail(settings, clock=self.jobs.now).install()
         self.supervisor = Supervisor(
             store,
             watcher_for=self._watcher_for,
@@ -186,6 +189,7 @@ class Runtime:
         steps.STEPS[:] = [s for s in steps.STEPS if not isinstance(s, FollowUpStep)]
         if self._waker in propagation.WAKERS:
             propagation.WAKERS.remove(self._waker)
+        self.after_mail.uninstall()
 
     def wait(self) -> None:
         """Block until ``stop`` is called (from a signal handler)."""
