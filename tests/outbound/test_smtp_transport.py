@@ -18,7 +18,7 @@ from mailroom.outbound.base import (
 )
 from mailroom.outbound.smtp import SmtpRateLimitError, SmtpTransientError, SmtpTransport
 from mailroom.outbound.smtp_settings import SmtpSettings
-from mailroom.providers.netguard import BlockedHostError
+from mailroom.providers.netguard import BlockedHostError, unreachable
 from tests.jmap.conftest import self_signed
 from tests.support.smtp_sink import SmtpSink
 from tests.support.tcpproxy import FaultyProxy
@@ -204,3 +204,53 @@ def test_a_login_without_password_is_a_config_error() -> None:
     """A login needs a password to log in with."""
     with pytest.raises(ConfigError):
         SmtpTransport(SmtpSettings("127.0.0.1", 25, "none", "alice"))
+
+
+@pytest.mark.parametrize("host", ["10.1.2.3", "192.168.0.10", "169.254.169.254"])
+def test_private_addresses_are_blocked_without_connecting(host: str) -> None:
+    """An intranet or metadata address that the operator did not allow: blocked up front."""
+    transport = SmtpTransport(SmtpSettings(host, 587, "starttls"), allowed_hosts=LOOPBACK)
+    with transport, pytest.raises(BlockedHostError) as blocked:
+        send(transport)
+    assert str(blocked.value) == unreachable(host)
+    assert transport.connections == 0
+
+
+def test_implicit_tls_to_a_plain_server_says_to_check_security_and_port(
+    plain_sink: SmtpSink,
+) -> None:
+    """TLS spoken to a server that does not speak it: a handshake error naming the options."""
+    transport = SmtpTransport(
+        SmtpSettings(plain_sink.host, plain_sink.port, "tls"), allowed_hosts=LOOPBACK
+    )
+    with transport, pytest.raises(AuthError) as failed:
+        send(transport)
+    assert str(failed.value).startswith(f"The TLS handshake with 127.0.0.1:{plain_sink.port}")
+    assert "--smtp-security" in str(failed.value)
+
+
+def test_starttls_to_an_implicit_tls_port_times_out_with_a_hint(
+    cert: tuple[Path, Path], trust: ssl.SSLContext
+) -> None:
+    """The server waits for a TLS hello and never greets: transient, with what to check."""
+    with SmtpSink(certfile=cert[0], keyfile=cert[1], implicit_tls=True) as sink:
+        config = SmtpSettings(sink.host, sink.port, "starttls")
+        transport = SmtpTransport(config, allowed_hosts=LOOPBACK, ssl_context=trust, timeout=0.5)
+        with transport, pytest.raises(SmtpTransientError) as failed:
+            send(transport)
+    assert "timed out" in str(failed.value)
+    assert str(failed.value).startswith(f"The server 127.0.0.1:{sink.port} did not greet (")
+    assert "check --smtp-security and --smtp-port" in str(failed.value)
+    assert sink.messages == []
+
+
+def test_close_is_safe_twice_and_a_later_send_connects_again(plain_sink: SmtpSink) -> None:
+    """close() says QUIT; the transport can still send afterwards."""
+    transport = plain(plain_sink)
+    send(transport, 1)
+    transport.close()
+    transport.close()
+    send(transport, 2)
+    transport.close()
+    assert transport.connections == 2
+    assert len(plain_sink.messages) == 2

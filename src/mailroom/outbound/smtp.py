@@ -368,6 +368,12 @@ class SmtpTransport:
             except ssl.SSLError:
                 client.close()
                 raise self._bad_handshake("The TLS handshake") from None
+            except smtplib.SMTPServerDisconnected as exc:  # connected, but no greeting
+                client.close()
+                raise SmtpTransientError(
+                    f"The server {config.where} did not greet ({_cause(exc)}); check "
+                    "--smtp-security and --smtp-port if this goes on.",
+                ) from None
             except OSError as exc:
                 client.close()
                 last = exc
@@ -402,12 +408,9 @@ class SmtpTransport:
         except smtplib.SMTPResponseException as exc:
             raise self._failure(exc.smtp_code, exc.smtp_error, "the greeting") from None
         except OSError as exc:
-            hint = (
-                "; check --smtp-security and --smtp-port" if isinstance(exc, TimeoutError) else ""
-            )
             raise SmtpTransientError(
                 f"The connection to {self.config.where} failed before sending "
-                f"({_cause(exc)}){hint}.",
+                f"({_cause(exc)}); it will be tried again.",
             ) from None
 
     def _starttls(self, client: _Client, context: ssl.SSLContext) -> None:
