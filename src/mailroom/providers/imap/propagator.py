@@ -27,8 +27,10 @@ What the server should hold for a message:
      (an operation that put it back in the inbox also takes it out of Archive, which
      is location bookkeeping, and the Archive label goes with it);
   3. if that leaves nowhere (the location label was removed): Trash/Spam if it
-     carries one, else the folder of its most recently added user label that has a
-     folder, else Archive (created on the server if the account has none).
+     carries one, else the folder of the most recently added label the operations
+     added that has a folder (Sent for a sent draft), else of its most recently
+     added user label that has a folder, else Archive (created on the server if the
+     account has none).
 
 Folder changes of a label (created, renamed, destroyed; no message) go to
 :mod:`~mailroom.providers.imap.folder_ops` (CREATE, RENAME, DELETE).
@@ -244,6 +246,11 @@ def _targets(
         folder = layout.folder_for_role(role)
         if layout.roles[role] in labels and folder is not None:
             return {folder}
+    # A label the operations added with a folder of its own, Sent or Drafts too: a sent
+    # draft (Drafts -> Sent) moves to the Sent folder, not to Archive.
+    moved_to = {label for label in labels & added if label in layout.by_label}
+    if moved_to:
+        return {layout.by_label[recent_label(session, message_id, moved_to)]}
     user_labels = {
         label
         for label in labels
