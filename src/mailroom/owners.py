@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from mailroom.config import DEFAULT_OWNER as DEFAULT_OWNER  # re-exported
-from mailroom.errors import unknown_user
+from mailroom.errors import NotFoundError, unknown_user
 from mailroom.store.models import Account, User
 
 
@@ -33,6 +33,17 @@ def get_user(session: Session, name: str) -> User:
     if user is None:
         raise unknown_user(name)
     return user
+
+
+def get_account(session: Session, owner: str, name: str) -> Account:
+    """The account ``name`` of the user ``owner``, or a NotFoundError in plain words."""
+    user = get_user(session, owner)
+    account = session.scalar(
+        select(Account).where(Account.user_id == user.id, Account.name == name)
+    )
+    if account is None:
+        raise NotFoundError(f"{owner!r} has no account called {name!r}.")
+    return account
 
 
 def get_or_create_account(

@@ -73,26 +73,20 @@ def account(store: Store, name: str) -> Account:
         return row
 
 
-def add_imap(store: Store, tmp_path: Path, *smtp: str, name: str = "work") -> Result:
-    """``account add imap`` with the IMAP password "imap-pw" from a file."""
+def add_imap(
+    store: Store,
+    tmp_path: Path,
+    *smtp: str,
+    name: str = "work",
+    imap_stdin: bool = False,
+    stdin: str | None = None,
+) -> Result:
+    """``account add imap`` with the IMAP password "imap-pw" from a file (or stdin)."""
     password = tmp_path / "imap.pw"
     password.write_text("imap-pw\n")
-    return run(
-        store,
-        tmp_path,
-        "account",
-        "add",
-        "imap",
-        "--name",
-        name,
-        "--host",
-        "imap.example.org",
-        "--login",
-        "alice",
-        "--password-file",
-        str(password),
-        *smtp,
-    )
+    given = ["--password-stdin"] if imap_stdin else ["--password-file", str(password)]
+    imap = ["--host", "imap.example.org", "--login", "alice", *given]
+    return run(store, tmp_path, "account", "add", "imap", "--name", name, *imap, *smtp, stdin=stdin)
 
 
 def deliver(store: Store, tmp_path: Path, name: str) -> SendResult:
@@ -140,35 +134,9 @@ def test_an_imap_account_sends_with_its_imap_login_and_password(
 def test_a_separate_smtp_password_is_sealed_for_smtp_only(store: Store, tmp_path: Path) -> None:
     """--smtp-login and --smtp-password-stdin: sealed with account:<id>:smtp, used to log in."""
     with SmtpSink(login="bob", password="smtp-pw") as sink:
-        password = tmp_path / "imap.pw"
-        password.write_text("imap-pw\n")
-        ok(
-            run(
-                store,
-                tmp_path,
-                "account",
-                "add",
-                "imap",
-                "--name",
-                "work",
-                "--host",
-                "imap.example.org",
-                "--login",
-                "alice",
-                "--password-file",
-                str(password),
-                "--smtp-host",
-                "localhost",
-                "--smtp-port",
-                str(sink.port),
-                "--smtp-security",
-                "none",
-                "--smtp-login",
-                "bob",
-                "--smtp-password-stdin",
-                stdin="smtp-pw\n",
-            )
-        )
+        smtp = ["--smtp-host", "localhost", "--smtp-port", str(sink.port)]
+        smtp += ["--smtp-security", "none", "--smtp-login", "bob", "--smtp-password-stdin"]
+        ok(add_imap(store, tmp_path, *smtp, stdin="smtp-pw\n"))
         row = account(store, "work")
         box = SecretBox.from_settings(settings(tmp_path))
         assert row.smtp_secret is not None
@@ -184,26 +152,8 @@ def test_a_separate_smtp_password_is_sealed_for_smtp_only(store: Store, tmp_path
 
 def test_both_passwords_cannot_come_from_standard_input(store: Store, tmp_path: Path) -> None:
     """One stdin, two passwords: a plain sentence, and no account is added."""
-    line = refused(
-        run(
-            store,
-            tmp_path,
-            "account",
-            "add",
-            "imap",
-            "--name",
-            "work",
-            "--host",
-            "imap.example.org",
-            "--login",
-            "alice",
-            "--password-stdin",
-            "--smtp-host",
-            "smtp.example.org",
-            "--smtp-password-stdin",
-            stdin="imap-pw\n",
-        )
-    )
+    smtp = ["--smtp-host", "smtp.example.org", "--smtp-password-stdin"]
+    line = refused(add_imap(store, tmp_path, *smtp, imap_stdin=True, stdin="imap-pw\n"))
     assert line == (
         "Only one password can come from standard input; give the SMTP password with "
         "--smtp-password-file."
@@ -284,47 +234,17 @@ def test_a_local_account_with_an_outgoing_server(store: Store, tmp_path: Path) -
     maildir = tmp_path / "Maildir"
     for sub in ("cur", "new", "tmp"):
         (maildir / sub).mkdir(parents=True)
+    local = ["account", "add", "local", "--name", "files", "--path", str(maildir)]
     line = refused(
-        run(
-            store,
-            tmp_path,
-            "account",
-            "add",
-            "local",
-            "--name",
-            "files",
-            "--path",
-            str(maildir),
-            "--smtp-host",
-            "smtp.example.org",
-            "--smtp-login",
-            "me",
-        )
+        run(store, tmp_path, *local, "--smtp-host", "smtp.example.org", "--smtp-login", "me")
     )
     assert line == (
         "The SMTP login 'me' needs a password; give it with --smtp-password-file or "
         "--smtp-password-stdin."
     )
     with SmtpSink() as sink:
-        out = ok(
-            run(
-                store,
-                tmp_path,
-                "account",
-                "add",
-                "local",
-                "--name",
-                "files",
-                "--path",
-                str(maildir),
-                "--smtp-host",
-                "127.0.0.1",
-                "--smtp-port",
-                str(sink.port),
-                "--smtp-security",
-                "none",
-            )
-        )
+        smtp = ["--smtp-host", "127.0.0.1", "--smtp-port", str(sink.port), "--smtp-security"]
+        out = ok(run(store, tmp_path, *local, *smtp, "none"))
         assert "`mailroom import" in out
         deliver(store, tmp_path, "files")
     assert [m.rcpt_tos for m in sink.messages] == [("bob@y.example",)]
@@ -344,12 +264,8 @@ def test_accounts_tell_whether_an_outgoing_server_is_set(store: Store, tmp_path:
     """The table has an outgoing column; jsonl has "outgoing" (null when none)."""
     ok(add_imap(store, tmp_path, name="plain"))
     ok(add_imap(store, tmp_path, "--smtp-host", "smtp.example.org", name="sending"))
-    listed = {
-        row["name"]: row["outgoing"]
-        for row in map(
-            json.loads, ok(run(store, tmp_path, "accounts", "--format", "jsonl")).splitlines()
-        )
-    }
+    lines = ok(run(store, tmp_path, "accounts", "--format", "jsonl")).splitlines()
+    listed = {row["name"]: row["outgoing"] for row in map(json.loads, lines)}
     assert listed == {"plain": None, "sending": "smtp.example.org:587"}
     table = ok(run(store, tmp_path, "accounts"))
     assert "outgoing" in table and "smtp.example.org:587" in table

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import click
-from sqlalchemy import select
 
 from mailroom.cli.context import AppContext, pass_app, plain_errors
 from mailroom.cli.smtp_options import SmtpOptions, describe, resolve_outgoing, smtp_options
 from mailroom.config import DEFAULT_OWNER
-from mailroom.errors import ConfigError, NotFoundError
+from mailroom.errors import ConfigError
 from mailroom.outbound.smtp_settings import (
     can_log_in,
     clear_smtp,
@@ -16,8 +15,7 @@ from mailroom.outbound.smtp_settings import (
     set_smtp,
     smtp_settings,
 )
-from mailroom.owners import get_user
-from mailroom.store.models import Account
+from mailroom.owners import get_account
 
 __all__ = ["update_command"]
 
@@ -39,12 +37,7 @@ def update_command(
         raise ConfigError("Nothing to change; give --smtp-host and the other --smtp-* options.")
     password = smtp.password()
     with app.existing_store.session() as session:
-        user = get_user(session, owner)
-        account = session.scalar(
-            select(Account).where(Account.user_id == user.id, Account.name == name)
-        )
-        if account is None:
-            raise NotFoundError(f"{owner!r} has no account called {name!r}.")
+        account = get_account(session, owner, name)
         if no_smtp:
             clear_smtp(account)
             click.echo(f"The account {name!r} has no outgoing server now.")

@@ -72,19 +72,10 @@ def account_add_group() -> None:
 @plain_errors
 def disconnect_command(app: AppContext, name: str, owner: str) -> None:
     """Stop syncing an account and forget its password; its mail stays (idempotent)."""
-    from sqlalchemy import select
-
-    from mailroom.errors import NotFoundError
-    from mailroom.owners import get_user
-    from mailroom.store.models import Account
+    from mailroom.owners import get_account
 
     with app.existing_store.session() as session:
-        user = get_user(session, owner)
-        account = session.scalar(
-            select(Account).where(Account.user_id == user.id, Account.name == name)
-        )
-        if account is None:
-            raise NotFoundError(f"{owner!r} has no account called {name!r}.")
+        account = get_account(session, owner, name)
         account.status = "disconnected"
         account.status_reason = "disconnected by the owner"
         account.secret = None
