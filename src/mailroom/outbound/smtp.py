@@ -314,10 +314,10 @@ class SmtpTransport:
         )
 
     def _all_refused(self, refused: dict[str, tuple[int, str]]) -> ProviderError:
-        codes = [code for code, _text in refused.values()]
-        worst = next((c for c in codes if c < 500), codes[0])  # a 4xx may pass later
-        reply = next(text for code, text in refused.values() if code == worst)
-        return self._failure(worst, reply.partition(" ")[2], "every recipient")
+        """Every recipient refused: transient if any refusal was (it may pass later)."""
+        replies = list(refused.values())
+        code, text = next((r for r in replies if r[0] < 500), replies[0])
+        return self._failure(code, text.partition(" ")[2], "every recipient")
 
     # -- the connection -------------------------------------------------------------
 
