@@ -227,8 +227,9 @@ def test_invalid_arguments(client: Jmap) -> None:
 
 
 def test_identities_and_sending_is_refused_plainly(client: Jmap, alice: Person) -> None:
-    """Identity/get lists one identity per mail account; every submission is `forbidden`;
-    an email created without mailboxIds is invalidProperties."""
+    """Identity/get lists one identity per mail account; a submission from an account
+    without an address is `forbiddenFrom`; an email created without mailboxIds is
+    invalidProperties."""
     using = [*USING, "urn:ietf:params:jmap:submission"]
     identities = client.call("Identity/get", {"ids": None}, using=using)
     assert [i["id"] for i in identities["list"]] == [f"I{alice.account_id}"]
@@ -237,8 +238,8 @@ def test_identities_and_sending_is_refused_plainly(client: Jmap, alice: Person) 
         {"create": {"s1": {"identityId": f"I{alice.account_id}", "emailId": "M1"}}},
         using=using,
     )
-    assert sent["notCreated"]["s1"]["type"] == "forbidden"
-    assert "cannot send" in sent["notCreated"]["s1"]["description"]
+    assert sent["notCreated"]["s1"]["type"] == "forbiddenFrom"
+    assert sent["notCreated"]["s1"]["description"]
     created = client.call("Email/set", {"create": {"d": {"subject": "draft"}}})
     assert created["notCreated"]["d"]["type"] == "invalidProperties"
     assert "mailboxIds" in created["notCreated"]["d"]["properties"]

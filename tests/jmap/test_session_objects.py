@@ -33,7 +33,9 @@ def test_capabilities_account_capabilities_and_primary_accounts(
     ):
         assert key in mail
     assert "receivedAt" in mail["emailQuerySortOptions"]
-    assert account[SUBMISSION] == {"maxDelayedSend": 0, "submissionExtensions": {}}
+    submission = account[SUBMISSION]
+    assert submission["maxDelayedSend"] == 30 * 86400  # MAILROOM_SEND_MAX_DELAY_SECONDS
+    assert list(submission["submissionExtensions"]) == ["FUTURERELEASE"]
     assert session["capabilities"][MAIL] == {} and session["capabilities"][VACATION] == {}
     websocket = session["capabilities"][WEBSOCKET]
     assert websocket == {

@@ -52,11 +52,12 @@ from mailroom.jmap.blobs import FoundBlob, find_blob
 from mailroom.jmap.cors import Endpoint, OriginPolicy
 from mailroom.jmap.dispatcher import Dispatcher, Limits, check_media_type, request_too_large
 from mailroom.jmap.errors import Problem
-from mailroom.jmap.methods import METHODS, push_subscription
+from mailroom.jmap.methods import METHODS, email_submission, push_subscription
 from mailroom.jmap.push import CountedStream, StreamSlots, event_stream, parse_request
 from mailroom.jmap.push_policy import PushPolicy
 from mailroom.jmap.request_slots import RequestSlots
 from mailroom.jmap.session import CAPABILITIES, session_document, session_state
+from mailroom.jmap.submission_policy import SubmissionPolicy
 from mailroom.jmap.uploads import (
     UploadSlots,
     read_limited,
@@ -87,6 +88,8 @@ class JmapConfig:
     max_push_streams: int = 8  # open EventSource connections per user
     # Push subscriptions (RFC 8620 §7.2): https only, the SSRF guard's allow-list.
     push: PushPolicy = field(default_factory=PushPolicy)
+    # Sending (RFC 8621 §7): the settings queue_message needs, the undo window, the limits.
+    submission: SubmissionPolicy = field(default_factory=SubmissionPolicy)
     # Set when the server shuts down: open push streams end at their next poll.
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -131,9 +134,14 @@ class JmapServer:
         self.config = config or JmapConfig()
         self.auth = auth or Authenticator(store)
         limits = self.config.limits
-        methods = {**METHODS, **push_subscription.methods(self.config.push)}
+        submission = self.config.submission
+        methods = {
+            **METHODS,
+            **push_subscription.methods(self.config.push),
+            **email_submission.methods(submission),
+        }
         self.dispatcher = Dispatcher(
-            store, methods, CAPABILITIES, limits, lambda p: session_state(p, limits)
+            store, methods, CAPABILITIES, limits, lambda p: session_state(p, limits, submission)
         )
         self._requests = RequestSlots(limits.max_concurrent_requests)
         self._streams = StreamSlots(self.config.max_push_streams)
@@ -165,7 +173,9 @@ class JmapServer:
         principal = await self._principal(request)
         if isinstance(principal, Response):
             return principal
-        document = session_document(principal, self._base_url(request), self.config.limits)
+        document = session_document(
+            principal, self._base_url(request), self.config.limits, self.config.submission
+        )
         return JSONResponse(document, headers={"Cache-Control": "no-cache, no-store, private"})
 
     async def api(self, request: Request) -> Response:

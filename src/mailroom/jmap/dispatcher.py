@@ -28,6 +28,9 @@ undoes only itself):
 3. The method's :class:`~mailroom.jmap.errors.MethodError` becomes an
    ``error`` response; any other exception is logged and answered as
    ``serverFail``. The other calls still run.
+4. A method may add responses of its own after its response, under the
+   same call id (``Context.follow_ups``): ``EmailSubmission/set``'s implicit
+   ``Email/set`` (RFC 8621 §7.5).
 """
 
 from __future__ import annotations
@@ -98,6 +101,8 @@ class Context:
     using: frozenset[str]
     limits: Limits
     created_ids: dict[str, str] = field(default_factory=dict)
+    # Responses (name, arguments) the running call adds after its own, same call id.
+    follow_ups: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def account_id(self) -> str:
@@ -416,6 +421,7 @@ class Dispatcher:
         )
         responses: list[tuple[str, dict[str, Any], str]] = []
         for name, raw_args, call_id in document["methodCalls"]:
+            context.follow_ups.clear()
             try:
                 args = _resolve(raw_args, responses)
                 _created_ids_resolved(name, args, context.created_ids)
@@ -429,6 +435,7 @@ class Dispatcher:
                 with self.store.session() as session:
                     result = method.handler(context, session, args)
                 responses.append((name, result, call_id))
+                responses.extend((more, extra, call_id) for more, extra in context.follow_ups)
             except MethodError as exc:
                 responses.append(("error", exc.arguments(), call_id))
             except Exception:

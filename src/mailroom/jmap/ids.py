@@ -10,6 +10,7 @@ prefix      object                       example
                                          its own)
 ``L``       Mailbox (a label)            ``L7``
 ``I``       Identity (a mail account)    ``I2``
+``S``       EmailSubmission              ``S9`` (a row of ``submissions``)
 ``R``       blob: a message's raw bytes  ``R123``
 ``A``       blob: one MIME part          ``A123-2-1`` (message 123, IMAP part
                                          number 2.1; dots are not allowed in
@@ -95,6 +96,16 @@ def identity_id(account: int) -> str:
 def parse_identity(value: object) -> int | None:
     """The account id an Identity id names, or None."""
     return _number(value[1:]) if isinstance(value, str) and value.startswith("I") else None
+
+
+def submission_id(submission: int) -> str:
+    """The JMAP id of an EmailSubmission (a ``submissions`` row)."""
+    return f"S{submission}"
+
+
+def parse_submission(value: object) -> int | None:
+    """The submission row id an EmailSubmission id names, or None."""
+    return _number(value[1:]) if isinstance(value, str) and value.startswith("S") else None
 
 
 def raw_blob_id(message_id: int) -> str:

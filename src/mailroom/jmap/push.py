@@ -3,7 +3,7 @@
 States live in the database, written in the same transaction as each
 change, so every connection simply polls the user's push states (index
 look-ups, ``jmap.push_states``: Email, Mailbox, Thread, EmailDelivery,
-Identity, VacationResponse) every ``poll_interval`` seconds and sends one
+Identity, VacationResponse, EmailSubmission) every ``poll_interval`` seconds and sends one
 ``state`` event when any requested type moved. :func:`watch_states` is that
 poll, shared with the WebSocket pushes (``jmap.websocket``). Everything committed in between —
 one JMAP ``/set``, an ingest batch, a merge, or several of them — arrives as

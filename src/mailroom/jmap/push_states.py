@@ -1,8 +1,9 @@
 """The states push reports (RFC 8620 §7.1 TypeState), read in one statement.
 
 ``Email``, ``Mailbox`` and ``Thread`` are the states of ``jmap.changes``;
-``Identity`` and ``VacationResponse`` the newest rows of their change-log
-types; ``EmailDelivery`` (RFC 8621 §1.5) the newest Email *creation*, so it
+``Identity``, ``VacationResponse`` and ``EmailSubmission`` the newest rows of
+their change-log types (a submission's progress through its lane moves
+``EmailSubmission``); ``EmailDelivery`` (RFC 8621 §1.5) the newest Email *creation*, so it
 moves when mail arrives and not when a flag changes. mailroom's change log
 does not tell delivered mail from an Email/import or a draft, so those move
 ``EmailDelivery`` too. Every state is at least its type's retention floor,
@@ -20,8 +21,8 @@ from sqlalchemy.sql.selectable import ScalarSelect
 from mailroom.jmap.changes import current_states
 from mailroom.store.models import Change, ChangeFloor
 
-PUSH_TYPES = ("Email", "Mailbox", "Thread", "EmailDelivery", "Identity", "VacationResponse")
-_LOGGED = ("Identity", "VacationResponse")
+_LOGGED = ("Identity", "VacationResponse", "EmailSubmission")
+PUSH_TYPES = ("Email", "Mailbox", "Thread", "EmailDelivery", *_LOGGED)
 
 
 def _newest(user_id: int, type_: str, kind: str | None = None) -> ScalarSelect[Any]:
@@ -49,12 +50,12 @@ def push_states(session: Session, user_id: int) -> dict[str, int]:
             *(_floor(user_id, t) for t in _LOGGED),
         )
     ).one()
-    delivered, identity, vacation, identity_floor, vacation_floor = (int(v or 0) for v in row)
+    delivered, *rest = (int(v or 0) for v in row)
+    newest, floors = rest[: len(_LOGGED)], rest[len(_LOGGED) :]
     return {
         "Email": states.email,
         "Mailbox": states.mailbox,
         "Thread": states.thread,
         "EmailDelivery": max(delivered, states.floors.get("Email", 0)),
-        "Identity": max(identity, identity_floor),
-        "VacationResponse": max(vacation, vacation_floor),
+        **{t: max(n, f) for t, n, f in zip(_LOGGED, newest, floors, strict=True)},
     }

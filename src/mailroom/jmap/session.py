@@ -12,7 +12,8 @@ server-wide object; ``accountCapabilities`` holds only those with data in an
 account (mail, submission, vacation response), and ``primaryAccounts`` names
 exactly those: core, websocket and mailroom's tabs are not account
 capabilities. ``state`` is a digest of the whole document apart from its
-URLs, so it changes whenever anything a client may cache changes.
+URLs (and the moving latest FUTURERELEASE date-time of the submission
+capability), so it changes whenever anything a client may cache changes.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mailroom.jmap.dispatcher import Limits
 from mailroom.jmap.email_form import MAX_SIZE_ATTACHMENTS_PER_EMAIL
 from mailroom.jmap.emailquery import SORT_PROPERTIES
 from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION, TABS, VACATION, WEBSOCKET
+from mailroom.jmap.submission_policy import FUTURERELEASE, SubmissionPolicy, submission_capability
 
 CAPABILITIES = frozenset({CORE, MAIL, SUBMISSION, VACATION, WEBSOCKET, TABS})
 WEBSOCKET_PATH = "/jmap/ws"
@@ -49,7 +51,7 @@ def core_capability(limits: Limits) -> dict[str, Any]:
     }
 
 
-def account_capabilities() -> dict[str, Any]:
+def account_capabilities(submission: SubmissionPolicy | None = None) -> dict[str, Any]:
     """What the one account offers (RFC 8621 §1.3.1, §1.3.2, §8)."""
     return {
         MAIL: {
@@ -60,7 +62,7 @@ def account_capabilities() -> dict[str, Any]:
             "emailQuerySortOptions": list(SORT_PROPERTIES),
             "mayCreateTopLevelMailbox": True,
         },
-        SUBMISSION: {"maxDelayedSend": 0, "submissionExtensions": {}},
+        SUBMISSION: submission_capability(submission or SubmissionPolicy()),
         VACATION: {},
     }
 
@@ -86,7 +88,20 @@ def _without_urls(document: dict[str, Any]) -> dict[str, Any]:
     capabilities = dict(document["capabilities"])
     capabilities[WEBSOCKET] = {**capabilities[WEBSOCKET], "url": None}
     kept = {k: v for k, v in document.items() if k not in _URLS and k != "state"}
-    return {**kept, "capabilities": capabilities, "version": __version__}
+    accounts = {}
+    for account_id, account in document["accounts"].items():
+        offered = dict(account["accountCapabilities"])
+        extensions = dict(offered[SUBMISSION]["submissionExtensions"])
+        if FUTURERELEASE in extensions:  # its latest date-time moves with the clock
+            extensions[FUTURERELEASE] = extensions[FUTURERELEASE][:1]
+        offered[SUBMISSION] = {**offered[SUBMISSION], "submissionExtensions": extensions}
+        accounts[account_id] = {**account, "accountCapabilities": offered}
+    return {
+        **kept,
+        "accounts": accounts,
+        "capabilities": capabilities,
+        "version": __version__,
+    }
 
 
 def _state_of(document: dict[str, Any]) -> str:
@@ -94,14 +109,20 @@ def _state_of(document: dict[str, Any]) -> str:
     return hashlib.sha256(basis.encode()).hexdigest()[:16]
 
 
-def session_state(principal: Principal, limits: Limits | None = None) -> str:
+def session_state(
+    principal: Principal,
+    limits: Limits | None = None,
+    submission: SubmissionPolicy | None = None,
+) -> str:
     """A token that changes whenever the session document would (apart from its URLs)."""
-    return _state_of(_document(principal, "http://localhost", limits or Limits()))
+    return _state_of(_document(principal, "http://localhost", limits or Limits(), submission))
 
 
-def _document(principal: Principal, base: str, limits: Limits) -> dict[str, Any]:
+def _document(
+    principal: Principal, base: str, limits: Limits, submission: SubmissionPolicy | None
+) -> dict[str, Any]:
     account = ids.account_id(principal.user_id)
-    accounts = account_capabilities()
+    accounts = account_capabilities(submission)
     return {
         "capabilities": server_capabilities(limits, base),
         "accounts": {
@@ -123,8 +144,13 @@ def _document(principal: Principal, base: str, limits: Limits) -> dict[str, Any]
     }
 
 
-def session_document(principal: Principal, base_url: str, limits: Limits) -> dict[str, Any]:
+def session_document(
+    principal: Principal,
+    base_url: str,
+    limits: Limits,
+    submission: SubmissionPolicy | None = None,
+) -> dict[str, Any]:
     """The Session object for ``principal``; ``base_url`` is scheme://host[:port][/root]."""
-    document = _document(principal, base_url.rstrip("/"), limits)
+    document = _document(principal, base_url.rstrip("/"), limits, submission)
     document["state"] = _state_of(document)
     return document

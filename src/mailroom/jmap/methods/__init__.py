@@ -18,13 +18,13 @@ from mailroom.jmap.methods import (
     email_parse,
     email_query,
     email_set,
+    email_submission,
     identity,
     mailbox,
     mailbox_query,
     mailbox_set,
     push_subscription,
     snippet,
-    submission,
     thread,
     vacation,
 )
@@ -92,12 +92,7 @@ METHODS: dict[str, Method] = {
     "VacationResponse/get": _method(VACATION, vacation.vacation_get, GET),
     "VacationResponse/set": _method(VACATION, vacation.vacation_set, SET),
     **push_subscription.METHODS,
-    "EmailSubmission/get": _method(SUBMISSION, submission.submission_get, GET),
-    "EmailSubmission/set": _method(
-        SUBMISSION,
-        submission.submission_set,
-        SET | {"onSuccessUpdateEmail", "onSuccessDestroyEmail"},
-    ),
+    **email_submission.METHODS,
 }
 
 __all__ = ["METHODS"]

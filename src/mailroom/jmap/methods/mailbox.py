@@ -60,7 +60,7 @@ def rights(label: Label) -> dict[str, bool]:
         "mayCreateChild": user_label,
         "mayRename": user_label,
         "mayDelete": user_label,
-        "maySubmit": False,
+        "maySubmit": True,  # EmailSubmission sends any of the user's emails
     }
 
 

@@ -39,8 +39,9 @@ from mailroom.jmap.comparators import Comparator, SortRules, fold, parse_sort
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.mapping import JMAP_ROLE, MAILROOM_ROLE, SORT_ORDER
-from mailroom.jmap.methods.common import boolean, integer, max_changes, unsigned
+from mailroom.jmap.methods.common import boolean, max_changes
 from mailroom.jmap.methods.mailbox import created_id, user_labels
+from mailroom.jmap.methods.query_page import query_changes_response, query_page
 from mailroom.store import changelog
 from mailroom.store.models import Label
 
@@ -192,33 +193,7 @@ def mailbox_query(context: Context, session: Session, args: dict[str, Any]) -> d
     """Mailbox/query (module docstring)."""
     user_id = context.check_account(args)
     state = current_states(session, user_id).mailbox
-    found = run_query(context, session, user_id, args)
-    position = integer(args, "position", 0)
-    anchor = args.get("anchor")
-    if anchor is not None:
-        if not isinstance(anchor, str):
-            raise invalid_arguments("anchor must be an id or null.")
-        anchor = created_id(context, anchor)
-        if anchor not in found:
-            raise MethodError("anchorNotFound", "The anchor is not in the results.")
-        position = max(0, found.index(anchor) + integer(args, "anchorOffset", 0))
-    elif position < 0:
-        position = max(0, len(found) + position)
-    cap = context.limits.max_query_limit
-    asked = args.get("limit")
-    limit = min(unsigned(args, "limit", cap), cap)
-    response: dict[str, Any] = {
-        "accountId": context.account_id,
-        "queryState": str(state),
-        "canCalculateChanges": True,
-        "position": position,
-        "ids": found[position : position + limit],
-    }
-    if boolean(args, "calculateTotal"):
-        response["total"] = len(found)
-    if asked is not None and asked > cap:
-        response["limit"] = cap
-    return response
+    return query_page(context, args, run_query(context, session, user_id, args), state)
 
 
 def mailbox_query_changes(
@@ -230,30 +205,15 @@ def mailbox_query_changes(
     since = parse_state(
         args.get("sinceQueryState"), states.floor("Mailbox", "Email"), states.mailbox
     )
-    limit = max_changes(args)
-    up_to = args.get("upToId")
-    if up_to is not None and not isinstance(up_to, str):
-        raise invalid_arguments("upToId must be an id or null.")
+    max_changes(args)
     found = run_query(context, session, user_id, args)
     folded = changelog.changes_since(session, user_id, "Mailbox", since)
     touched = set(folded.updated)
     if boolean(args, "sortAsTree") or boolean(args, "filterAsTree"):
         touched |= _descendants(user_labels(session, user_id), touched)
-    removed = sorted(touched | set(folded.destroyed))
+    removed = [ids.mailbox_id(i) for i in sorted(touched | set(folded.destroyed))]
     again = {ids.mailbox_id(i) for i in touched | set(folded.created)}
-    added = [{"id": value, "index": n} for n, value in enumerate(found) if value in again]
-    if limit is not None and len(removed) + len(added) > limit:
-        raise MethodError("tooManyChanges", f"There are more than maxChanges ({limit}) changes.")
-    response: dict[str, Any] = {
-        "accountId": context.account_id,
-        "oldQueryState": str(since),
-        "newQueryState": str(states.mailbox),
-        "removed": [ids.mailbox_id(i) for i in removed],
-        "added": added,
-    }
-    if boolean(args, "calculateTotal"):
-        response["total"] = len(found)
-    return response
+    return query_changes_response(context, args, (since, states.mailbox), found, again, removed)
 
 
 def _descendants(labels: list[Label], roots: set[int]) -> set[int]:
