@@ -42,12 +42,8 @@ class SmtpOptions:
     @property
     def given(self) -> bool:
         """Whether any ``--smtp-*`` option was given."""
-        return self.changes_server or self.password_given
-
-    @property
-    def changes_server(self) -> bool:
-        """Whether the host, port, security or login is to change."""
-        return any(v is not None for v in (self.host, self.port, self.security, self.login))
+        values = (self.host, self.port, self.security, self.login)
+        return self.password_given or any(v is not None for v in values)
 
     @property
     def password_given(self) -> bool:
@@ -74,9 +70,9 @@ class SmtpOptions:
         port = self.port
         if port is None and current is not None and current.security == security:
             port = current.port  # a changed security gets its own default port
-        login = self.login if self.login is not None else current.login if current else None
-        if self.login is None and current is None:
-            login = default_login
+        login: str | None = self.login
+        if login is None:
+            login = current.login if current else default_login
         return check_smtp(host, port=port, security=security, login=login)
 
 
