@@ -5,10 +5,16 @@ It can require AUTH (PLAIN/LOGIN against one login), offer STARTTLS or speak
 implicit TLS with a given certificate, and answer DATA with a scripted list of
 replies (``sink.script(["451 4.3.0 try later"] * 3)``: the next three messages
 get 451, later ones 250). Accepted messages are appended to ``sink.messages``.
+
+``sink.refuse({"x@example.net": "550 5.1.1 no such user"})`` answers RCPT TO for
+those addresses with the given reply. ``sink.hold()`` keeps the reply to DATA
+back *after* the message was recorded as accepted, until ``sink.release()`` (or
+``stop``): the moment a client can be killed with the server holding its mail.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import ssl
@@ -39,6 +45,22 @@ class Received:
 class _Handler:
     sink: SmtpSink
     replies: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+    async def handle_RCPT(
+        self,
+        server: SMTP,
+        session: Session,
+        envelope: Envelope,
+        address: str,
+        rcpt_options: list[str],
+    ) -> str:
+        with self.sink.lock:
+            reply = self.refused.get(address.lower())
+        if reply is not None:
+            return reply
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         with self.sink.lock:
@@ -57,6 +79,8 @@ class _Handler:
                     time.monotonic(),
                 )
             )
+        while not self.sink.released.is_set():
+            await asyncio.sleep(0.01)
         return "250 2.0.0 Ok: queued"
 
 
@@ -93,6 +117,8 @@ class SmtpSink:
         self.messages: list[Received] = []
         self.attempts = 0
         self.lock = threading.Lock()
+        self.released = threading.Event()
+        self.released.set()
         self._handler = _Handler(self)
         self._login, self._password = login, password
         context: ssl.SSLContext | None = None
@@ -126,6 +152,19 @@ class SmtpSink:
         with self.lock:
             self._handler.replies = list(replies)
 
+    def refuse(self, replies: dict[str, str]) -> None:
+        """Answer RCPT TO for these addresses (any case) with their reply from now on."""
+        with self.lock:
+            self._handler.refused = {address.lower(): reply for address, reply in replies.items()}
+
+    def hold(self) -> None:
+        """Keep the reply to the next DATA commands back, after recording their messages."""
+        self.released.clear()
+
+    def release(self) -> None:
+        """Answer the held DATA commands (and every later one) at once."""
+        self.released.set()
+
     def start(self) -> SmtpSink:
         """Start serving; returns self."""
         self._controller.start()
@@ -133,6 +172,7 @@ class SmtpSink:
 
     def stop(self) -> None:
         """Stop serving (idempotent)."""
+        self.release()
         with contextlib.suppress(AssertionError):  # already stopped
             self._controller.stop()
 

@@ -13,6 +13,9 @@ runtime registers ``Jobs.request_propagation`` in ``labels.propagation.WAKERS``)
 and its consumer polls the queue every ``PROPAGATE_POLL`` seconds at most, so an
 action reaches the provider within about a second; the "retry propagation" duty
 every 60 s is only the safety net (retries after a backoff, a lost enqueue).
+Sending works the same way: ``SendJobs.request`` is registered in
+``outbound.hooks.WAKERS``, and the "send due mail" duty every 30 s enqueues the
+lanes with due work (a lost job, a submission left mid-hand-off).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from mailroom.jobs.queues import QUEUES, make_queues
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
 from mailroom.jobs.tasks import FollowUpStep, Jobs
 from mailroom.labels import propagation
+from mailroom.outbound import hooks as outbound_hooks
 from mailroom.outbound.after_mail import AfterMail
 from mailroom.providers import registry
 from mailroom.providers.base import Watcher
@@ -106,6 +110,8 @@ class Runtime:
             steps.STEPS.append(FollowUpStep(self.jobs))
         self._waker = self.jobs.request_propagation
         propagation.WAKERS.append(self._waker)
+        self._send_waker = self.jobs.sending.request
+        outbound_hooks.WAKERS.append(self._send_waker)
         # Filing sent mail, bounces and the vacation response (outbound.after_mail).
         self.after_mail = AfterMail(settings, clock=self.jobs.now).install()
         self.supervisor = Supervisor(
@@ -123,6 +129,7 @@ class Runtime:
                 Duty("retry propagation", propagation_sweep, self._propagate_due),
                 Duty("prune the change log", 3600, lambda: self.jobs.prune_changelog()),
                 Duty("prune expired uploads", 3600, lambda: self.jobs.prune_uploads()),
+                Duty("send due mail", 30, self.jobs.sending.sweep),
             ]
         )
         self._consumers: list[ThreadConsumer] = []
@@ -189,6 +196,9 @@ class Runtime:
         steps.STEPS[:] = [s for s in steps.STEPS if not isinstance(s, FollowUpStep)]
         if self._waker in propagation.WAKERS:
             propagation.WAKERS.remove(self._waker)
+        if self._send_waker in outbound_hooks.WAKERS:
+            outbound_hooks.WAKERS.remove(self._send_waker)
+        self.jobs.sending.close()
         self.after_mail.uninstall()
 
     def wait(self) -> None:

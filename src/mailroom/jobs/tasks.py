@@ -18,6 +18,9 @@ started (a marker in the queue's storage) no second one is enqueued; while one
 runs (a lease per account) another returns at once, and the running one looks
 for due changes again after letting go of the lease, so nothing committed
 meanwhile waits for the sweep.
+
+Sending: ``send_lane`` on the lane queues ``send_urgent``, ``send_calm`` and
+``send_direct`` (:mod:`mailroom.jobs.sending`, reached as ``Jobs.sending``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from mailroom.errors import ConfigError, ProviderError
 from mailroom.ingest.model import BatchResult
 from mailroom.ingest.routing import BACKLOG, LIVE, RECENT_QUEUE, queue_for
 from mailroom.jobs.leases import Leases, LocalLeases
+from mailroom.jobs.sending import SendJobs
 from mailroom.jobs.status import clear_failure, record_failure
 from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import has_due, propagate_pending
@@ -97,6 +101,7 @@ class Jobs:
         self.prune_uploads: TaskWrapper = queues["ingest"].task(name="prune_uploads")(
             self.run_prune_uploads
         )
+        self.sending = SendJobs(store, queues, settings, now)
         self.follow_up: dict[str, TaskWrapper] = {
             name: queues[name].task(name="follow_up", retries=2, retry_delay=60)(self.run_follow_up)
             for name in (LIVE, RECENT_QUEUE, BACKLOG)
