@@ -16,7 +16,8 @@ from tests.helpers import write_maildir
 # Runs the CLI, then says on stderr which heavy libraries the process had loaded.
 PROBE = """
 import atexit, sys
-HEAVY = ("sqlalchemy", "pydantic", "pydantic_settings", "alembic", "rich", "mailroom.store.engine")
+HEAVY = ("sqlalchemy", "pydantic", "pydantic_settings", "alembic", "rich", "mailroom.store.engine",
+         "mailroom.providers.registry", "mailroom.providers.imap", "mailroom.providers.local")
 atexit.register(lambda: print("LOADED=" + ",".join(m for m in HEAVY if m in sys.modules),
                               file=sys.stderr))
 from mailroom.cli.main import main
@@ -25,13 +26,14 @@ main()
 """
 
 
-def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MAILROOM_DATA_DIR": str(data_dir)}
+def run(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MAILROOM_DATA_DIR": str(data_dir), "MAILROOM_MASTER_KEY": "A" * 43 + "="}
     return subprocess.run(
         [sys.executable, "-c", PROBE, *args],
         capture_output=True,
         text=True,
         env=env,
+        input=stdin,
         timeout=120,
     )
 
@@ -76,6 +78,27 @@ def test_list_show_search_load_neither_sqlalchemy_nor_pydantic(data_dir: Path) -
 
     table = run(data_dir, "list")  # the table for people is drawn by rich, loaded for it only
     assert "Walrus news" in table.stdout and loaded(table) == {"rich"}
+
+
+def test_accounts_loads_neither_sqlalchemy_nor_a_provider(data_dir: Path) -> None:
+    """`accounts` reads the account rows only: no provider is asked, for local or IMAP."""
+    added = run(
+        data_dir,
+        *("account", "add", "imap", "--name", "work", "--host", "imap.example.org"),
+        *("--login", "me", "--password-stdin"),
+        stdin="secret\n",
+    )
+    assert added.returncode == 0, added.stderr
+    listed = run(data_dir, "accounts", "--format", "jsonl")
+    assert listed.returncode == 0, listed.stderr
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [(row["provider"], row["progress"]) for row in rows] == [
+        ("local", "done"),
+        ("imap", "not started"),
+    ]
+    assert loaded(listed) == set()
+    table = run(data_dir, "accounts")
+    assert "not started" in table.stdout and loaded(table) == {"rich"}
 
 
 def test_a_store_behind_the_schema_is_migrated_before_it_is_read(data_dir: Path) -> None:

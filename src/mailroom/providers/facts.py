@@ -38,16 +38,17 @@ def declare(facts: ProviderFacts) -> None:
     _FACTS[facts.name] = facts
 
 
-def facts_of(name: str) -> ProviderFacts:
-    """The facts of the provider called ``name`` (defaults for an undeclared one)."""
-    return _FACTS.get(name) or ProviderFacts(name)
+def facts_of(name: str) -> ProviderFacts | None:
+    """The facts the provider called ``name`` declared, or None."""
+    return _FACTS.get(name)
 
 
 def importing(provider: str, status: str, import_finished_at: object) -> bool:
     """Whether an account is still importing its history, from its row alone."""
     if status == "disconnected":  # a disconnected account imports nothing
         return False
-    return facts_of(provider).paged_import and import_finished_at is None
+    declared = _FACTS.get(provider)
+    return declared is not None and declared.paged_import and import_finished_at is None
 
 
 declare(ProviderFacts("imap", paged_import=True))

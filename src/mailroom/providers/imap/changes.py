@@ -43,7 +43,7 @@ from mailroom.ingest.mirror import (
 from mailroom.providers.imap.connection import FolderStatus, ImapConnection
 from mailroom.providers.imap.fetcher import fetch_envelopes
 from mailroom.providers.imap.mirror import add_locations, apply_flags, normalize_flags
-from mailroom.providers.imap.state import FolderMarks
+from mailroom.providers.imap.state import FolderMarks, mark_import
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder
 
@@ -170,8 +170,9 @@ def remap_folder(
             session.execute(
                 update(Account)
                 .where(Account.id == scope.account_id)
-                .values(import_total=Account.import_total + unmatched, import_finished_at=None)
+                .values(import_total=Account.import_total + unmatched)
             )
+        mark_import(session, scope.account_id)
         changes.record(session, scope.user_id)
     log.info(
         "UIDVALIDITY of folder %s changed (%s -> %s): %d of %d messages re-mapped",

@@ -28,7 +28,7 @@ message goes to the skipped ledger and the floor moves past it (:mod:`.state`).
 Progress: ``Account.import_total`` grows by each folder's message count at first
 contact (and by the unrecognised messages of a UIDVALIDITY reset);
 ``Account.import_done`` grows by what each page handled. When no folder has
-history left, ``Account.import_finished_at`` is set.
+history left, ``Account.import_finished_at`` is set (:func:`.state.mark_import`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from mailroom.providers.imap.discovery import syncable_folders
 from mailroom.providers.imap.fetcher import fetch_envelopes_and_bodies, run_page
 from mailroom.providers.imap.login import account_connection, open_connection
 from mailroom.providers.imap.prefetch import FetchedPage, LookAhead
-from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, import_state
+from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, import_state, mark_import
 from mailroom.providers.imap.syncer import sync_account
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder, SyncState, utcnow
@@ -140,15 +140,6 @@ def _work(
     return scope, work
 
 
-def _finish(store: Store, account_id: int) -> None:
-    with store.session() as session:
-        session.execute(
-            update(Account)
-            .where(Account.id == account_id, Account.import_finished_at.is_(None))
-            .values(import_finished_at=utcnow())
-        )
-
-
 def import_page(
     store: Store,
     account_id: int,
@@ -180,8 +171,8 @@ def _import_page(
             with store.session() as session:
                 scope, work = _work(session, account_id, syncable_folders(session, account_id))
         if not work:
-            _finish(store, account_id)
-            return False
+            with store.session() as session:
+                return mark_import(session, account_id)
         folder_id, path, validity = work[0]
         status = conn.selected_status if conn.selected == path else None
         if status is None:
@@ -190,10 +181,7 @@ def _import_page(
             # The folder was reset behind our back: the syncer re-maps it first.
             sync_account(store, account_id, settings=settings, connection=conn, folders=[folder_id])
             return True
-        more = _page(conn, store, scope, folder_id, path, validity, lookahead=connection is conn)
-        if not more:
-            _finish(store, account_id)
-        return more
+        return _page(conn, store, scope, folder_id, path, validity, lookahead=connection is conn)
 
 
 def _uids_below(conn: ImapConnection, floor: int, wanted: int) -> Iterator[list[int]]:
@@ -314,7 +302,7 @@ def _page(
             )
         _heartbeat(session, scope.account_id)
         session.flush()
-        more = import_state(session, scope.account_id).importing
+        more = mark_import(session, scope.account_id)
     log.debug(
         "Imported a page of %s (account %s): %d handled, floor %s -> %s",
         path,

@@ -39,21 +39,24 @@ State machine and invariants:
 
 "Is this account still importing" (SPEC's ``InitialImportState``) is one query:
 yes while no folder has been discovered yet, or any folder has no ``F`` yet or
-``F > 1``. When in doubt, an account counts as importing.
+``F > 1``. When in doubt, an account counts as importing. ``Account.import_finished_at``
+is kept in step with that answer (:func:`mark_import`, in every transaction that changes
+folders or their marks), for readers that do not import this provider.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, or_, select
+from sqlalchemy import exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.providers.base import ImportState
-from mailroom.store.models import Account, Folder
+from mailroom.store.models import Account, Folder, utcnow
 
-__all__ = ["MAX_ATTEMPTS", "PAGE_SIZE", "FolderMarks", "import_state"]
+__all__ = ["MAX_ATTEMPTS", "PAGE_SIZE", "FolderMarks", "import_state", "mark_import"]
 
 PAGE_SIZE = 50
 MAX_ATTEMPTS = 5
@@ -124,6 +127,29 @@ class FolderMarks:
 
 def import_state(session: Session, account_id: int) -> ImportState:
     """Whether the account is still importing, with its progress — one query."""
+    return _read_state(session, account_id)[0]
+
+
+def mark_import(session: Session, account_id: int) -> bool:
+    """Whether the account is still importing, with ``Account.import_finished_at`` in step.
+
+    The mark is what readers that do not import this provider go by
+    (:mod:`mailroom.providers.facts`): set when no history is left, cleared when
+    some is. Called in each transaction that changes the folders or their marks,
+    so the two agree whenever it commits; it writes only when the mark changes.
+    """
+    state, finished_at = _read_state(session, account_id)
+    if state.importing != (finished_at is None):
+        session.execute(
+            update(Account)
+            .where(Account.id == account_id)
+            .values(import_finished_at=None if state.importing else utcnow())
+        )
+    return state.importing
+
+
+def _read_state(session: Session, account_id: int) -> tuple[ImportState, datetime | None]:
+    """The import state and the stored ``import_finished_at`` mark, in one query."""
     floor = Folder.state["import_floor_uid"].as_integer()
     work = (
         exists()
@@ -141,11 +167,12 @@ def import_state(session: Session, account_id: int) -> ImportState:
         ).where(Account.id == account_id)
     ).one_or_none()
     if row is None:
-        return ImportState(importing=False, done=0, total=0)
+        return ImportState(importing=False, done=0, total=0), None
     importing = bool(row.work) or not bool(row.discovered)
-    return ImportState(
+    state = ImportState(
         importing=importing,
         done=int(row.import_done or 0),
         total=int(row.import_total or 0),
         finished_at=None if importing else row.import_finished_at,
     )
+    return state, row.import_finished_at

@@ -44,7 +44,7 @@ from mailroom.providers.imap.fetcher import fetch_envelopes, run_page
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import add_locations
-from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks
+from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, mark_import
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder, Message
 
@@ -85,6 +85,7 @@ def sync_account(
                 changes = ChangeSet()
                 found = discover(session, conn, scope, changes)
                 changes.record(session, scope.user_id)
+                mark_import(session, account_id)  # new folders have history, gone ones none
                 touched.update(found.created)
                 touched.update(found.renamed)
             targets = [
@@ -135,11 +136,9 @@ def _sync_folder(
                 session.execute(
                     update(Account)
                     .where(Account.id == scope.account_id)
-                    .values(
-                        import_total=Account.import_total + status.exists,
-                        import_finished_at=None,
-                    )
+                    .values(import_total=Account.import_total + status.exists)
                 )
+            mark_import(session, scope.account_id)
             return False, 0
         validity = folder.uidvalidity
     changed = False
