@@ -211,16 +211,23 @@ def _candidates(session: Session, message_ids: Sequence[int]) -> list[int]:
         .scalar_subquery()
     )
     rows = session.execute(
-        select(Message.id, Message.from_email, Message.received_at, first_sent, MessageBody)
+        select(
+            Message.id,
+            Message.from_email,
+            Message.received_at,
+            first_sent,
+            MessageBody.headers,
+            MessageBody.attachments,
+        )
         .join(MessageBody, MessageBody.message_id == Message.id)
         .where(Message.id.in_(sorted(set(message_ids))), first_sent.is_not(None))
     ).all()
     found: list[int] = []
-    for message_id, from_email, received_at, since, body in rows:
+    for message_id, from_email, received_at, since, headers, attachments in rows:
         if received_at + CLOCK_SLACK < since:
             continue
-        types = [str(a.get("content_type", "")) for a in body.attachments or []]
-        if looks_like_bounce(body.headers or [], types, from_email or ""):
+        types = [str(a.get("content_type", "")) for a in attachments or [] if isinstance(a, dict)]
+        if looks_like_bounce(headers or [], types, from_email or ""):
             found.append(message_id)
     return found
 

@@ -127,7 +127,8 @@ def _load(session: Session, submission_id: int) -> _Sent | None:
         submission.user_id,
         account,
         email_id,
-        bytes(row.data),
+        # IMAP servers count CRLF line ends in RFC822.SIZE, which the provider id holds.
+        _LINE_END.sub(b"\r\n", bytes(row.data)),
         (submission.sent_at or utcnow()).replace(microsecond=0),
     )
 
@@ -146,10 +147,7 @@ def _store_copy(
     """Store the transmitted bytes in Sent; the copy's id and its batch (None: stored before)."""
     from mailroom.jmap.stored_email import queue_append  # jmap imports outbound, not back
 
-    # IMAP servers count CRLF line ends in RFC822.SIZE, which the provider id holds.
-    raw = _LINE_END.sub(b"\r\n", sent.raw)
-    if raw != sent.raw:
-        parsed = parse_message(raw, received_at=sent.sent_at)
+    raw = sent.raw
     key = provider_id(parsed.message_id, len(raw)) or hash_id(raw)
     ops = Operations(session, sent.user_id)
     item = IncomingMessage(
