@@ -15,7 +15,10 @@ Wakers: :func:`mailroom.outbound.queueing.queue_message` commits, then
 by the runtime) enqueues the lane's job — delayed to ``sendAt`` for a
 scheduled message. The runtime's periodic duty (:meth:`SendJobs.sweep`)
 enqueues every lane with due work directly, healing a lost job or marker.
-Running two jobs of one lane at once is harmless: claims are guarded.
+Running two jobs of one lane at once is harmless: claims are guarded. A
+command that queues mail in its own process (``mailroom send``, ``mailroom
+outbound retry``) wakes the engine's workers the same way inside
+:func:`waking`, through the queues they share.
 """
 
 from __future__ import annotations
@@ -24,19 +27,22 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 
 from huey import Huey
 from huey.api import Task, TaskWrapper
 
 from mailroom.config import Settings, load_settings
+from mailroom.jobs.queues import make_queues
+from mailroom.outbound import hooks
 from mailroom.outbound.lanes import LANES
 from mailroom.outbound.sender import Sender
 from mailroom.store.engine import Store
 from mailroom.store.models import utcnow
 
-__all__ = ["SLICE", "SendJobs", "queue_name"]
+__all__ = ["SLICE", "SendJobs", "queue_name", "waking"]
 
 log = logging.getLogger(__name__)
 
@@ -135,3 +141,15 @@ class SendJobs:
         """Enqueue the job of every lane with due work, past any marker (the duty)."""
         for lane in self.sender.lanes_with_work():
             self.tasks[lane](lane)
+
+
+@contextmanager
+def waking(store: Store, settings: Settings) -> Iterator[SendJobs]:
+    """Within the block, each commit that queues mail enqueues its lane's job (a CLI process)."""
+    jobs = SendJobs(store, make_queues(settings), settings)
+    hooks.WAKERS.append(jobs.request)
+    try:
+        yield jobs
+    finally:
+        hooks.WAKERS.remove(jobs.request)
+        jobs.close()
