@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "delete": "mailroom.cli.labels:delete_command",
     "worker": "mailroom.cli.workers:worker_command",
     "supervisor": "mailroom.cli.workers:supervisor_command",
+    "outbound": "mailroom.cli.outbound:outbound_group",
 }
 
 # Commands whose processes are the engine: the operator log is their audience. A
