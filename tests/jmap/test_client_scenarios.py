@@ -5,7 +5,7 @@ mailbox, upload a message and import it there with keywords and a
 receivedAt, query it back with a filter and a sort (results referenced into
 Email/get), write a draft, move the message to the Inbox, destroy the draft
 and the mailbox. One check holds all three to the same outcome, on both
-stores.
+stores. jmapc also sends a draft (EmailSubmission) to a real SMTP sink.
 """
 
 from __future__ import annotations
@@ -20,8 +20,12 @@ from typing import Any
 
 import pytest
 
+from mailroom.outbound.sender import Sender
+from mailroom.store.engine import Store
 from tests.factories import make_message
 from tests.jmap.conftest import PASSWORD, Person, Server
+from tests.jmap.email_submission_helpers import give_outgoing, sending_settings
+from tests.support.smtp_sink import SmtpSink
 
 JS_DIR = Path(__file__).resolve().parents[1] / "js"
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -290,6 +294,88 @@ def test_jmapc_over_https(
         "drafts": role["drafts"],
     }
     check(seen)
+
+
+def test_jmapc_sends_a_draft(
+    tls_server: Server,
+    store: Store,
+    alice: Person,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """jmapc: EmailSubmissionSet with on_success_update_email moves the draft to Sent (the
+    implicit Email/set comes back as a second response), the lane delivers it to a real sink,
+    EmailSubmissionGet shows it final with the sink's reply."""
+    from jmapc import Client
+    from jmapc.methods import (
+        EmailGet,
+        EmailSet,
+        EmailSetResponse,
+        EmailSubmissionGet,
+        EmailSubmissionSet,
+        EmailSubmissionSetResponse,
+        IdentityGet,
+        MailboxGet,
+    )
+    from jmapc.models import (
+        Email,
+        EmailAddress,
+        EmailBodyPart,
+        EmailBodyValue,
+        EmailSubmission,
+        UndoStatus,
+    )
+
+    assert isinstance(tls_server.verify, str)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls_server.verify)
+    with SmtpSink() as sink:
+        give_outgoing(store, alice, sink)
+        client = Client.create_with_password(
+            tls_server.base.removeprefix("https://"), "alice", PASSWORD
+        )
+        role = {box.role: box.id for box in client.request(MailboxGet(ids=None)).data if box.role}
+        identity = client.request(IdentityGet(ids=None)).data[0]
+        drafted = client.request(
+            EmailSet(
+                create={
+                    "draft": Email(
+                        mailbox_ids={role["drafts"]: True},
+                        keywords={"$draft": True, "$seen": True},
+                        mail_from=[EmailAddress(name="Alice", email=identity.email)],
+                        to=[EmailAddress(name="Walrus", email="walrus@example.net")],
+                        subject="Re: Fish supply",
+                        text_body=[EmailBodyPart(part_id="t", type="text/plain")],
+                        body_values={"t": EmailBodyValue(value=DRAFT_TEXT)},
+                    )
+                }
+            )
+        )
+        draft_id = drafted.created["draft"].id
+        submitted, moved = client.request(
+            EmailSubmissionSet(
+                create={"send": EmailSubmission(identity_id=identity.id, email_id=draft_id)},
+                on_success_update_email={
+                    "#send": {
+                        f"mailboxIds/{role['drafts']}": None,
+                        f"mailboxIds/{role['sent']}": True,
+                        "keywords/$draft": None,
+                    }
+                },
+            )
+        )
+        assert isinstance(submitted, EmailSubmissionSetResponse)
+        assert isinstance(moved, EmailSetResponse) and moved.updated == {draft_id: None}
+        created = submitted.created["send"]
+        assert created is not None and created.undo_status == UndoStatus.PENDING
+        assert Sender(store, sending_settings(tmp_path)).run_lane("calm") == 1
+        (delivered,) = sink.messages
+        assert delivered.rcpt_tos == ("walrus@example.net",)
+        (sent,) = client.request(EmailSubmissionGet(ids=[created.id])).data
+        assert sent.undo_status == UndoStatus.FINAL and sent.email_id == draft_id
+        assert sent.delivery_status is not None
+        assert sent.delivery_status["walrus@example.net"].smtp_reply.startswith("250")
+        (email,) = client.request(EmailGet(ids=[draft_id], properties=["mailboxIds"])).data
+        assert email.mailbox_ids == {role["sent"]: True}
 
 
 def _created_id(result: Any, key: str) -> str:
