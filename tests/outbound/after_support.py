@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from huey import Huey
 from sqlalchemy import select
 
 from mailroom.config import Settings
@@ -22,6 +23,7 @@ from mailroom.outbound.sender import Sender
 from mailroom.outbound.smtp_settings import check_smtp, set_smtp
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Label, Message, MessageKeyword, MessageLabel, utcnow
+from tests.factories import make_message
 from tests.helpers import make_account
 from tests.support.smtp_sink import SmtpSink
 
@@ -31,6 +33,41 @@ ME = "me@example.org"
 def sending_settings(tmp_path: Path) -> Settings:
     """Settings that allow plain SMTP to the loopback sink."""
     return Settings(data_dir=tmp_path / "data", allowed_private_hosts="127.0.0.1")
+
+
+@pytest.fixture
+def sink() -> Iterator[SmtpSink]:
+    """A plain SMTP sink on loopback."""
+    with SmtpSink() as running:
+        yield running
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings allowing plain SMTP to the sink."""
+    return sending_settings(tmp_path)
+
+
+def reply(parent: str, message_id: str, **headers: str) -> bytes:
+    """My reply to Alice's message ``parent`` (Message-ID ``message_id``)."""
+    return make_message(
+        message_id,
+        subject="Re: Lunch",
+        sender=f"Me <{ME}>",
+        to="Alice <alice@example.net>",
+        in_reply_to=parent,
+        references=[parent],
+        body="Yes, at noon.\n",
+        headers=headers or None,
+    )
+
+
+def drain_follow_up(queues: dict[str, Huey]) -> None:
+    """Run every queued follow-up job (the enrichers), one by one."""
+    for name in ("enrich_live", "enrich", "enrich_backlog"):
+        queue = queues[name]
+        while (task := queue.dequeue()) is not None:
+            queue.execute(task)
 
 
 def outgoing(store: Store, settings: Settings, account_id: int, sink: SmtpSink) -> None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from email.utils import format_datetime
-from pathlib import Path
 
 import pytest
-from huey import Huey
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -21,23 +18,19 @@ from mailroom.store.engine import Store
 from mailroom.store.models import Bounce, Change, Submission, utcnow
 from tests.factories import make_message
 from tests.helpers import ingest, make_account
-from tests.outbound.after_support import ME, local_sender, send, sending_settings
+from tests.outbound.after_support import (
+    ME,
+    drain_follow_up,
+    local_sender,
+    send,
+    settings,
+    sink,
+)
 from tests.support.smtp_sink import SmtpSink
 
+__all__ = ["settings", "sink"]  # fixtures, imported for pytest
+
 ORIGINAL = "orig-9@example.org"
-
-
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    """A plain SMTP sink on loopback."""
-    with SmtpSink() as running:
-        yield running
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings allowing plain SMTP to the sink."""
-    return sending_settings(tmp_path)
 
 
 def dsn(
@@ -278,13 +271,6 @@ def test_a_report_is_attached_only_to_its_own_users_submission(
     assert _status(store, submission)["bob@example.net"]["delivered"] == "queued"
 
 
-def _drain(queues: dict[str, Huey]) -> None:
-    for name in ("enrich_live", "enrich", "enrich_backlog"):
-        queue = queues[name]
-        while (task := queue.dequeue()) is not None:
-            queue.execute(task)
-
-
 def test_the_runtime_reads_reports_among_newly_synced_mail(
     store: Store, settings: Settings, sink: SmtpSink
 ) -> None:
@@ -295,7 +281,7 @@ def test_the_runtime_reads_reports_among_newly_synced_mail(
     try:
         item = IncomingMessage("dsn", dsn(), label_ids=[account[2]])
         commit_batch(store, account[1], account[0], [item])
-        _drain(runtime.queues)
+        drain_follow_up(runtime.queues)
     finally:
         runtime.stop()
     assert _status(store, submission)["bob@example.net"]["delivered"] == "no"

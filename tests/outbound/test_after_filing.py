@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from sqlalchemy import select
 
 from mailroom.config import Settings
@@ -27,39 +23,19 @@ from tests.outbound.after_support import (
     local_sender,
     message_ids,
     outgoing,
+    reply,
     send,
-    sending_settings,
+    settings,
+    sink,
 )
 from tests.support.smtp_sink import SmtpSink
 
-__all__ = ["after_mail"]  # the fixture, imported for pytest
-
-
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    """A plain SMTP sink on loopback."""
-    with SmtpSink() as running:
-        yield running
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings allowing plain SMTP to the sink."""
-    return sending_settings(tmp_path)
+__all__ = ["after_mail", "settings", "sink"]  # fixtures, imported for pytest
 
 
 def _reply(bcc: str | None = None) -> bytes:
-    headers = {"Bcc": bcc} if bcc else None
-    return make_message(
-        "reply-1@example.org",
-        subject="Re: Lunch",
-        sender=f"Me <{ME}>",
-        to="Alice <alice@example.net>",
-        in_reply_to="lunch-1@example.net",
-        references=["lunch-1@example.net"],
-        body="Yes, at noon.\n",
-        headers=headers,
-    )
+    extra = {"Bcc": bcc} if bcc else {}
+    return reply("lunch-1@example.net", "reply-1@example.org", **extra)
 
 
 def _incoming(store: Store, account: tuple[int, int, int]) -> int:

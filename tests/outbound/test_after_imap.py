@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from imapclient import IMAPClient
 from sqlalchemy import select
@@ -23,19 +21,30 @@ from tests.factories import make_message
 from tests.imap.conftest import account, dovecot, mailbox, other, settings
 from tests.imap.views import Mailbox, message_count, message_ids, sync_all
 from tests.jmap.conftest import free_port
-from tests.outbound.after_support import after_mail, keywords_of, labels_of, outgoing, send
+from tests.outbound.after_support import (
+    after_mail,
+    keywords_of,
+    labels_of,
+    outgoing,
+    reply,
+    send,
+    sink,
+)
 from tests.support.smtp_sink import SmtpSink
 
-__all__ = ["account", "after_mail", "dovecot", "mailbox", "other", "settings"]
+__all__ = ["account", "after_mail", "dovecot", "mailbox", "other", "settings", "sink"]
 
 ME = "me@example.org"
 
 
 @pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    """A plain SMTP sink on loopback."""
-    with SmtpSink() as running:
-        yield running
+def ready(
+    store: Store, settings: Settings, account: int, sink: SmtpSink, after_mail: AfterMail
+) -> int:
+    """The IMAP account, synced once, sending to the sink with the filing hook installed."""
+    sync_all(store, account, settings)
+    outgoing(store, settings, account, sink)
+    return account
 
 
 def _lunch() -> bytes:
@@ -45,15 +54,17 @@ def _lunch() -> bytes:
 
 
 def _reply() -> bytes:
-    return make_message(
-        "reply-7@example.org",
-        subject="Re: Lunch",
-        sender=f"Me <{ME}>",
-        to="Alice <alice@example.net>",
-        in_reply_to="lunch-7@example.net",
-        references=["lunch-7@example.net"],
-        body="Noon it is.\n",
-    )
+    return reply("lunch-7@example.net", "reply-7@example.org")
+
+
+def _imap_port(store: Store, account: int, port: int) -> int:
+    """Point the account at another IMAP port; the one it had."""
+    with store.session() as session:
+        row = session.get(Account, account)
+        assert row is not None
+        before = int(row.settings["port"])
+        row.settings = {**row.settings, "port": port}
+    return before
 
 
 def _folder(other: IMAPClient, name: str) -> dict[int, tuple[set[bytes], bytes]]:
@@ -77,18 +88,12 @@ def _appends(store: Store) -> list[tuple[str, int]]:
 
 
 def test_the_sent_copy_is_appended_to_sent_once_and_known_to_the_next_sync(
-    store: Store,
-    settings: Settings,
-    account: int,
-    mailbox: Mailbox,
-    other: IMAPClient,
-    sink: SmtpSink,
-    after_mail: AfterMail,
+    store: Store, settings: Settings, ready: int, mailbox: Mailbox, other: IMAPClient
 ) -> None:
     """APPEND to Sent with \\Seen, the UID bound; a sync and a second filing add nothing."""
+    account = ready
     mailbox.append("INBOX", _lunch())
     sync_all(store, account, settings)
-    outgoing(store, settings, account, sink)
     submission = send(store, settings, account, _reply())
     propagate_pending(store, account, settings=settings)
     (flags, header), *more = _folder(other, "Sent").values()
@@ -110,47 +115,28 @@ def test_the_sent_copy_is_appended_to_sent_once_and_known_to_the_next_sync(
 
 
 def test_an_append_while_the_server_is_down_waits_and_the_copy_is_kept(
-    store: Store,
-    settings: Settings,
-    account: int,
-    other: IMAPClient,
-    sink: SmtpSink,
-    after_mail: AfterMail,
+    store: Store, settings: Settings, ready: int, other: IMAPClient
 ) -> None:
     """The IMAP server unreachable: the Sent copy stays stored, the append pending, uncharged."""
-    sync_all(store, account, settings)
-    outgoing(store, settings, account, sink)
-    with store.session() as session:
-        row = session.get(Account, account)
-        assert row is not None
-        real_port = row.settings["port"]
-        row.settings = {**row.settings, "port": free_port()}
+    account = ready
+    real_port = _imap_port(store, account, free_port())
     send(store, settings, account, _reply())
     with pytest.raises(TransientError):
         propagate_pending(store, account, settings=settings)
     assert "reply-7@example.org" in message_ids(store, account)
     assert _appends(store) == [("pending", 0)]
     assert _folder(other, "Sent") == {}
-    with store.session() as session:
-        row = session.get(Account, account)
-        assert row is not None
-        row.settings = {**row.settings, "port": real_port}
+    _imap_port(store, account, real_port)
     propagate_pending(store, account, settings=settings)
     assert len(_folder(other, "Sent")) == 1
     assert _appends(store) == [("done", 0)]
 
 
 def test_a_sent_draft_moves_from_drafts_to_sent_without_the_draft_flag(
-    store: Store,
-    settings: Settings,
-    account: int,
-    other: IMAPClient,
-    sink: SmtpSink,
-    after_mail: AfterMail,
+    store: Store, settings: Settings, ready: int, other: IMAPClient
 ) -> None:
     """The draft appended to Drafts earlier is the sent message: moved to Sent, \\Draft cleared."""
-    sync_all(store, account, settings)
-    outgoing(store, settings, account, sink)
+    account = ready
     raw = _reply().replace(b"\n", b"\r\n")
     with store.session() as session:
         row = session.get(Account, account)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
-from pathlib import Path
 
 import pytest
-from huey import Huey
 from sqlalchemy import select
 
 from mailroom.config import Settings
@@ -21,24 +18,19 @@ from mailroom.outbound.vacation import RESEND_AFTER, VacationResponder, refusal
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Submission, VacationResponse, utcnow
 from tests.factories import make_message
-from tests.outbound.after_support import ME, local_sender, sending_settings
+from tests.outbound.after_support import (
+    ME,
+    drain_follow_up,
+    local_sender,
+    settings,
+    sink,
+)
 from tests.support.smtp_sink import SmtpSink
+
+__all__ = ["settings", "sink"]  # fixtures, imported for pytest
 
 OWN = frozenset({ME})
 NOW = utcnow().replace(microsecond=0)
-
-
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    """A plain SMTP sink on loopback."""
-    with SmtpSink() as running:
-        yield running
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings allowing plain SMTP to the sink."""
-    return sending_settings(tmp_path)
 
 
 def _headers(**fields: str) -> list[list[str]]:
@@ -227,13 +219,6 @@ def test_the_configured_subject_and_html_body_are_used(
     assert rich is not None and "<b>soon</b>" in rich.get_content()
 
 
-def _drain(queues: dict[str, Huey]) -> None:
-    for name in ("enrich_live", "enrich", "enrich_backlog"):
-        queue = queues[name]
-        while (task := queue.dequeue()) is not None:
-            queue.execute(task)
-
-
 def test_the_runtime_answers_newly_synced_mail(
     store: Store, settings: Settings, sink: SmtpSink
 ) -> None:
@@ -244,7 +229,7 @@ def test_the_runtime_answers_newly_synced_mail(
     runtime = Runtime(store, settings)
     try:
         _arrive(store, account, _mail("live@x"), at=now)
-        _drain(runtime.queues)
+        drain_follow_up(runtime.queues)
     finally:
         runtime.stop()
     (reply,) = _replies(store)
