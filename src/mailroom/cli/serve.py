@@ -91,6 +91,7 @@ def serve_command(
 
     check_tls(tls_cert, tls_key)
     from mailroom.jmap.push_policy import PushPolicy
+    from mailroom.jmap.submission_policy import SubmissionPolicy
 
     jmap = JmapConfig(
         cors_origins=tuple(app.settings.cors_origin_list),
@@ -98,6 +99,7 @@ def serve_command(
             allow_http=bool(app.settings.push_allow_http),
             allowed_private_hosts=tuple(app.settings.allowed_private_host_list),
         ),
+        submission=SubmissionPolicy(app.settings),  # queue_message's settings, undo window
     )
     if owner is not None:
         click.echo(
