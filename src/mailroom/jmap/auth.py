@@ -63,6 +63,7 @@ from functools import cache
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
+from mailroom.config import Settings
 from mailroom.errors import ConfigError, NotFoundError
 from mailroom.owners import get_or_create_user, get_user
 from mailroom.store.engine import Store
@@ -204,6 +205,16 @@ class LockoutPolicy:
     window: timedelta = timedelta(minutes=15)
 
 
+def lockout_policy(settings: Settings) -> LockoutPolicy:
+    """The sign-in lock-out the operator configured."""
+    # A limit of 0 would lock everyone out for good; 1 is the strictest that works.
+    return LockoutPolicy(
+        max_failures_per_name=max(1, settings.signin_max_failures),
+        max_failures_per_address=max(1, settings.signin_max_failures_per_address),
+        window=timedelta(minutes=max(1, settings.signin_lockout_minutes)),
+    )
+
+
 class SignInLimiter:
     """Counts failed sign-ins in the store and says when a name or address is locked.
 
@@ -256,13 +267,22 @@ class SignInLimiter:
         now = self.clock()
         rows = [SignInFailure(key=key, failed_at=now) for key, _, _ in self._limits(name, address)]
         with self.store.session() as session:
-            # Rows that left the window count for nothing; keep the table small.
-            session.execute(
-                delete(SignInFailure).where(SignInFailure.failed_at <= now - self.policy.window)
-            )
+            self._forget_old(session, now)
             session.add_all(rows)
             session.flush()
             return [row.id for row in rows]
+
+    def prune(self) -> int:
+        """Delete the failures that left the window (a periodic duty); how many."""
+        with self.store.session() as session:
+            return self._forget_old(session, self.clock())
+
+    def _forget_old(self, session: Session, now: datetime) -> int:
+        # Rows that left the window count for nothing; keep the table small.
+        result = session.execute(
+            delete(SignInFailure).where(SignInFailure.failed_at <= now - self.policy.window)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
 
     def succeeded(self, attempt: list[int]) -> None:
         """The password was right: the attempt is no failure."""

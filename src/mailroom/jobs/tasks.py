@@ -101,6 +101,9 @@ class Jobs:
         self.prune_uploads: TaskWrapper = queues["ingest"].task(name="prune_uploads")(
             self.run_prune_uploads
         )
+        self.prune_sign_ins: TaskWrapper = queues["ingest"].task(name="prune_sign_ins")(
+            self.run_prune_sign_ins
+        )
         self.sending = SendJobs(store, queues, settings, now)
         self.follow_up: dict[str, TaskWrapper] = {
             name: queues[name].task(name="follow_up", retries=2, retry_delay=60)(self.run_follow_up)
@@ -301,6 +304,15 @@ class Jobs:
         from mailroom.jmap.uploads import prune_uploads
 
         return prune_uploads(self.store, self.now())
+
+    def run_prune_sign_ins(self) -> int:
+        """Delete ended web sessions and sign-in failures past the lock-out window; how many."""
+        from mailroom.jmap.auth import LockoutPolicy, SignInLimiter, lockout_policy
+        from mailroom.web.sessions import prune_sessions
+
+        policy = lockout_policy(self.settings) if self.settings else LockoutPolicy()
+        failures = SignInLimiter(self.store, policy, clock=self.now).prune()
+        return prune_sessions(self.store, self.now()) + failures
 
     def run_follow_up(self, message_ids: list[int]) -> None:
         """Run the registered enrichers on a batch of messages."""

@@ -9,9 +9,9 @@ HTTP process of a store sees the same sessions, and signing out (deleting
 the row) ends the session at once even if someone copied the cookie.
 
 Sessions end ``lifetime`` after sign-in (no sliding renewal, so a stolen
-cookie has a bounded life); expired rows are deleted whenever someone signs
-in. ``last_seen_at`` is written at most every 10 minutes, for a later
-session list.
+cookie has a bounded life); ended rows are deleted whenever someone signs in
+and by the hourly duty of ``mailroom serve`` (:func:`prune_sessions`).
+``last_seen_at`` is written at most every 10 minutes, for a later session list.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
 
 from mailroom.store.engine import Store
 from mailroom.store.models import User, WebSession, utcnow
@@ -55,7 +56,7 @@ def start_session(
     now = now or utcnow()
     token = secrets.token_urlsafe(32)
     with store.session() as session:
-        session.execute(delete(WebSession).where(WebSession.expires_at <= now))
+        _delete_ended(session, now)
         session.add(
             WebSession(
                 user_id=user_id,
@@ -68,6 +69,17 @@ def start_session(
             )
         )
     return token
+
+
+def prune_sessions(store: Store, now: datetime | None = None) -> int:
+    """Delete the sessions that have ended; how many."""
+    with store.session() as session:
+        return _delete_ended(session, now or utcnow())
+
+
+def _delete_ended(session: Session, now: datetime) -> int:
+    result = session.execute(delete(WebSession).where(WebSession.expires_at <= now))
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 def find_session(store: Store, token: str | None, now: datetime | None = None) -> SignedIn | None:
