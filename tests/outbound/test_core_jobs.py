@@ -21,19 +21,6 @@ from tests.support.smtp_sink import SmtpSink
 
 
 @pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    """A plain SMTP sink on loopback."""
-    with SmtpSink() as running:
-        yield running
-
-
-@pytest.fixture
-def clock() -> Clock:
-    """The injected clock."""
-    return Clock()
-
-
-@pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """A calm lane of 6 a minute, burst 2."""
     return sending_settings(tmp_path, lane_rates="calm=6/2")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,10 +10,12 @@ import pytest
 from sqlalchemy import select
 
 from mailroom.outbound import hooks
+from mailroom.outbound.queueing import queue_message
 from mailroom.outbound.sender import HANDOFF_TIMEOUT, Sender
 from mailroom.store.changelog import changes_since
 from mailroom.store.engine import Store
 from mailroom.store.models import Submission
+from tests.factories import make_message
 from tests.outbound.core_support import (
     Clock,
     account_for,
@@ -25,19 +26,6 @@ from tests.outbound.core_support import (
     submission,
 )
 from tests.support.smtp_sink import SmtpSink
-
-
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    """A plain SMTP sink on loopback."""
-    with SmtpSink() as running:
-        yield running
-
-
-@pytest.fixture
-def clock() -> Clock:
-    """The injected clock, at the factories' base time."""
-    return Clock()
 
 
 def _sender(store: Store, tmp_path: Path, clock: Clock, **values: str) -> Sender:
@@ -217,9 +205,6 @@ def test_partly_refused_recipients_show_in_the_delivery_status(
     sender = _sender(store, tmp_path, clock)
     account_id = account_for(store, sink)
     with store.session() as session:
-        from mailroom.outbound.queueing import queue_message
-        from tests.factories import make_message
-
         raw = make_message("p@core.test", to="bob@example.net, carol@example.net")
         submission_id = queue_message(
             session, settings=sender.settings, account_id=account_id, raw=raw, now=clock()

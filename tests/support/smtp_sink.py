@@ -60,6 +60,7 @@ class _Handler:
         if reply is not None:
             return reply
         envelope.rcpt_tos.append(address)
+        envelope.rcpt_options.extend(rcpt_options)
         return "250 OK"
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
@@ -183,9 +183,7 @@ class Sender:
             )
         paced = throttled(lane, self.settings)
         self.lane_pause.pop(lane, None)
-        self._settle_unknown_handoffs(lane)
-        if paced:
-            self._close_window(lane)
+        self._sweep(lane, paced)
         run = _Run()
         try:
             while not run.stop and (limit is None or run.handed < limit):
@@ -441,7 +439,7 @@ class Sender:
         code, reply = _reply_of(error, 451)
         attempts = claim.attempts + 1
         if attempts >= MAX_ATTEMPTS:
-            reason = f"Gave up after {attempts} attempts; the last one: {error}"
+            reason = f"Gave up after {attempts} attempts (the last: {str(error).rstrip('.')})."
             self._fail(claim, reason, code, reply, attempts=attempts)
             return
         pause = attempt_backoff(attempts)
@@ -462,42 +460,33 @@ class Sender:
 
     # -- sweeps at the start of a run ------------------------------------------------
 
-    def _settle_unknown_handoffs(self, lane: str) -> None:
-        """Fail submissions whose hand-off began over :data:`HANDOFF_TIMEOUT` ago (step 1)."""
-        limit = self.clock() - HANDOFF_TIMEOUT
+    def _sweep(self, lane: str, paced: bool) -> None:
+        """Steps 1 and 2: fail unknown hand-offs and (throttled lanes) mail past its window."""
+        now = self.clock()
+        unknown = (Submission.state == "sending") & (Submission.handoff_at <= now - HANDOFF_TIMEOUT)
+        late = Submission.state.in_(WAITING) & (Submission.send_at <= now - THROTTLED_WINDOW)
         with self.store.session() as session:
             rows = session.execute(
-                select(Submission.id, Submission.handoff_at).where(
-                    Submission.lane == lane,
-                    Submission.state == "sending",
-                    Submission.handoff_at <= limit,
+                select(
+                    Submission.id, Submission.state, Submission.handoff_at, Submission.last_error
                 )
+                .where(Submission.lane == lane, or_(unknown, late) if paced else unknown)
+                .order_by(Submission.id)
             ).all()
-            for submission_id, handoff_at in rows:
-                stamp = f"{handoff_at:%Y-%m-%d %H:%M} UTC" if handoff_at else "an unknown time"
+            for row in rows:
+                if row.state != "sending":
+                    last = row.last_error or f"the {lane} lane's pace left no room"
+                    self._fail_in(session, row.id, _window_closed(last))
+                    continue
                 reason = (
-                    f"The worker stopped while handing this message over at {stamp}, so the "
-                    "server may have accepted it and it is not sent again on its own (ask the "
-                    f"recipient, then `mailroom outbound retry {submission_id}` if it is missing)."
+                    f"The worker stopped while handing this message over at "
+                    f"{row.handoff_at:%Y-%m-%d %H:%M} UTC, so the server may have accepted it "
+                    "and it is not sent again on its own (ask the recipient, then "
+                    f"`mailroom outbound retry {row.id}` if it is missing)."
                 )
                 self._fail_in(
-                    session, submission_id, reason, reply="451 4.4.0 hand-off", delivered="unknown"
+                    session, row.id, reason, reply="451 4.4.0 hand-off", delivered="unknown"
                 )
-
-    def _close_window(self, lane: str) -> None:
-        """Fail throttled submissions still waiting 6 hours after they were due (step 2)."""
-        limit = self.clock() - THROTTLED_WINDOW
-        with self.store.session() as session:
-            rows = session.execute(
-                select(Submission.id, Submission.last_error).where(
-                    Submission.lane == lane,
-                    Submission.state.in_(WAITING),
-                    Submission.send_at <= limit,
-                )
-            ).all()
-            for submission_id, last_error in rows:
-                reason = _window_closed(last_error or f"the {lane} lane's pace left no room")
-                self._fail_in(session, submission_id, reason)
 
     # -- for the job and the duty ----------------------------------------------------
 
@@ -524,7 +513,5 @@ class Sender:
 
 
 def _window_closed(last: str) -> str:
-    return (
-        f"Not sent within {int(THROTTLED_WINDOW.total_seconds() // 3600)} hours of being due; "
-        f"the last reason: {last}"
-    )
+    hours = int(THROTTLED_WINDOW.total_seconds() // 3600)
+    return f"Not sent within {hours} hours of being due (the last reason: {last.rstrip('.')})."
