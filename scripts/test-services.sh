@@ -17,6 +17,8 @@
 #   - Redis: redis-server --daemonize on that port, no persistence, in .test-services/.
 # Dovecot (/usr/sbin/dovecot, package dovecot-imapd) is installed when missing and root;
 # the tests start their own private Dovecot (tests/support/dovecot.py).
+# Chromium (Debian's chromium) for the browser tests, which Playwright drives; never a
+# browser build of Playwright's own (`playwright install`).
 # Node.js and npm (Debian's nodejs and npm when missing and root) and the npm JMAP client
 # the tests drive, installed from tests/js/package-lock.json into tests/js/node_modules.
 # Packages are installed with service start-up blocked (policy-rc.d), so no system
@@ -352,6 +354,14 @@ stop_private() {
     done
 }
 
+ensure_chromium() {
+    [[ -x /usr/bin/chromium ]] && return
+    apt_install chromium
+    if [[ ! -x /usr/bin/chromium ]]; then
+        FAILED+=("Chromium (package chromium) is not installed and could not be installed.")
+    fi
+}
+
 ensure_js_clients() {
     local dir="$ROOT/tests/js"
     if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -386,6 +396,7 @@ esac
 ensure_postgres
 ensure_redis
 ensure_dovecot
+ensure_chromium
 ensure_js_clients
 
 if ((${#FAILED[@]})); then

@@ -4,9 +4,11 @@
 ``GET  /health``               open: the store answers (leaks nothing)
 ``GET  /signin``               the sign-in form; ``POST /signin`` signs in
 ``POST /signout``              ends this browser's session
-``GET  /``                     the signed-in user's newest threads
+``GET  /``                     the Inbox (``?tab=``), ``/mail/{box}`` the other
+                               sidebar boxes, ``/label/{id}`` a user label
 ``GET  /threads/{id}``         one thread of theirs
 ``GET  /messages/{id}/html``   a message's sanitized HTML for the sandboxed frame
+``/static/...``                scripts, styles and the vendored htmx (open)
 ``/.well-known/jmap``, ``/jmap/...``  JMAP (``mailroom.jmap.app``)
 =============================  ==============================================
 
@@ -19,9 +21,11 @@ share one :class:`Authenticator`, so they share the lock-out too.
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from mailroom.config import Settings
 from mailroom.jmap.app import JmapConfig, jmap_routes
@@ -30,9 +34,12 @@ from mailroom.jmap.push_delivery import delivery_lifespan
 from mailroom.store.engine import Store
 from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.health import health
-from mailroom.web.pages.mail import index, message_html, thread_page
+from mailroom.web.pages.mail import message_html, thread_page
+from mailroom.web.pages.mailbox import box, inbox, label
 from mailroom.web.pages.signin import signin, signin_form, signout
 from mailroom.web.sessions import DEFAULT_LIFETIME
+
+STATIC = Path(__file__).parent / "static"
 
 
 def create_app(
@@ -57,9 +64,12 @@ def create_app(
             Route("/signin", signin_form, methods=["GET"]),
             Route("/signin", signin, methods=["POST"]),
             Route("/signout", signout, methods=["POST"]),
-            Route("/", index, methods=["GET"]),
+            Route("/", inbox, methods=["GET"]),
+            Route("/mail/{box}", box, methods=["GET"]),
+            Route("/label/{label_id:int}", label, methods=["GET"]),
             Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
             Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
             *jmap_routes(store, jmap, auth),
         ],
         lifespan=delivery_lifespan(store, jmap or JmapConfig()),

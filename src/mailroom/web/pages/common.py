@@ -27,19 +27,26 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from mailroom import __version__
 from mailroom.jmap.auth import Authenticator
 from mailroom.store.engine import Store
+from mailroom.web import display
 from mailroom.web.sessions import SignedIn, find_session
 
 SESSION_COOKIE = "mailroom_session"
 SIGNIN_COOKIE = "mailroom_signin"
 FORM_LIMIT = 16 * 1024  # bytes; a sign-in or sign-out form is far smaller
+# Scripts and styles only from /static/ (no inline ones anywhere); the sandboxed
+# message frame is served with a CSP of its own (``mail.FRAME_CSP``).
 CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; frame-src 'self'; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
 )
 
 _templates = Environment(
     loader=FileSystemLoader(Path(__file__).parent.parent / "templates"),
     autoescape=select_autoescape(default=True),
+)
+_templates.filters.update(
+    short_time=display.short_time, full_time=display.full_time, sender_names=display.sender_names
 )
 
 

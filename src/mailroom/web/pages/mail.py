@@ -1,4 +1,4 @@
-"""The signed-in user's mail: newest threads, a thread, a message's HTML.
+"""The signed-in user's mail: a thread and a message's HTML (the lists: ``mailbox``).
 
 Every query is scoped to the signed-in user: another user's thread or
 message is the same 404 as one that does not exist. Only sanitized HTML
@@ -14,9 +14,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from mailroom.errors import NotFoundError
-from mailroom.reading import message_detail, newest_threads
+from mailroom.reading import message_detail
 from mailroom.store.models import Message, Thread
+from mailroom.store.reader import as_reader
 from mailroom.web.pages.common import context, page, signed_in
+from mailroom.web.pages.layout import layout, render
 from mailroom.web.sessions import SignedIn
 
 FRAME_CSP = (
@@ -25,28 +27,21 @@ FRAME_CSP = (
 
 
 @signed_in
-def index(request: Request, user: SignedIn) -> Response:
-    """GET /: the user's newest threads."""
-    with context(request).store.session() as session:
-        threads = newest_threads(session, user.user_id, limit=100)
-    return page("index.html", threads=threads, user=user)
-
-
-@signed_in
 def thread_page(request: Request, user: SignedIn) -> Response:
     """GET /threads/N: every message of one of the user's threads."""
     thread_id = request.path_params["thread_id"]
     with context(request).store.session() as session:
+        frame = layout(as_reader(session), request, user, "")
         thread = session.get(Thread, thread_id)
         if thread is None or thread.user_id != user.user_id:
-            return page("missing.html", 404, what=f"thread {thread_id}", user=user)
+            return render(frame, "missing.html", 404, what=f"thread {thread_id}")
         ids = session.scalars(
             select(Message.id)
             .where(Message.thread_id == thread_id, Message.user_id == user.user_id)
             .order_by(Message.received_at, Message.id)
         ).all()
         messages = [message_detail(session, user.user_id, mid) for mid in ids]
-    return page("thread.html", thread=thread, messages=messages, user=user)
+    return render(frame, "thread.html", thread=thread, messages=messages)
 
 
 @signed_in

@@ -1,0 +1,221 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright against a real `mailroom serve`.
+
+* ``chromium`` (session): one headless Chromium (``/usr/bin/chromium``, installed by
+  ``scripts/test-services.sh``; never ``playwright install``). Missing, it fails
+  under CI=true and skips elsewhere.
+* ``served``: ``mailroom serve`` as a subprocess (the engine's jobs included) over
+  the test's store — SQLite and PostgreSQL, through the ``store`` fixture — on
+  a free port, with its own data dir and a free submission port. At the end it
+  is stopped with SIGINT and must have logged no traceback.
+* ``mail``: the store seeded with the user ``me`` (password :data:`PASSWORD`), an
+  account and one message in every inbox tab (:func:`seed`).
+* ``page``: a fresh browser context signed in as ``me`` on the Inbox. Every page
+  the context opens records JavaScript dialogs, page errors and CSP
+  violations in ``page.problems`` (:class:`Watch`); a test that must see none
+  asserts ``watch.problems == []``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Dialog, Page, sync_playwright
+
+from mailroom.store.engine import Store
+from tests.conftest import service_missing
+from tests.factories import make_message
+from tests.helpers import ingest, make_account
+from tests.jmap.conftest import free_port
+from tests.web.conftest import PASSWORD, add_user
+
+CHROMIUM = Path(os.environ.get("MAILROOM_TEST_CHROMIUM", "/usr/bin/chromium"))
+START_SECONDS = 60  # how long `mailroom serve` may take to answer /health on a busy machine
+
+# One message per inbox tab, the way the cascade sorts real mail (categories/cascade.py).
+TAB_MAIL: dict[str, dict[str, object]] = {
+    "primary": {"sender": "Alice Example <alice@example.org>", "subject": "Lunch on Friday?"},
+    "promotions": {
+        "sender": "Shop <news@shop.example>",
+        "subject": "Spring sale: 20% off",
+        "headers": {"List-Unsubscribe": "<mailto:unsubscribe@shop.example>"},
+    },
+    "social": {
+        "sender": "LinkedIn <messages-noreply@linkedin.com>",
+        "subject": "You appeared in 3 searches",
+    },
+    "updates": {"sender": "Bank <no-reply@bank.example>", "subject": "Your statement is ready"},
+    "forums": {
+        "sender": "Dev list <dev@lists.example>",
+        "subject": "[dev] Release planning",
+        "headers": {"List-Post": "<mailto:dev@lists.example>", "List-Id": "dev.lists.example"},
+    },
+}
+
+
+def seed(store: Store) -> tuple[int, int, int]:
+    """The user ``me`` with a password and the account ``home``, holding one unread
+    message per tab; returns make_account's (user id, account id, inbox id)."""
+    account = make_account(store, "me", "home")
+    add_user(store, "me")
+    ingest(
+        store,
+        account,
+        [
+            (tab, make_message(f"{tab}@seed", minutes=index, **fields))  # type: ignore[arg-type]
+            for index, (tab, fields) in enumerate(TAB_MAIL.items())
+        ],
+    )
+    return account
+
+
+@dataclass
+class Served:
+    """A running `mailroom serve`."""
+
+    base: str
+    process: subprocess.Popen[str]
+    data_dir: Path
+
+
+def _store_url(store: Store) -> str:
+    return store.engine.url.render_as_string(hide_password=False)
+
+
+def _wait_until_up(base: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            _, err = process.communicate()
+            pytest.fail(f"mailroom serve stopped before it answered: {err[-2000:]}")
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"mailroom serve did not answer {base}/health within {START_SECONDS} s")
+
+
+def serve_store(store: Store, directory: Path, *args: str) -> Iterator[Served]:
+    """Run `mailroom serve ARGS` over ``store`` until the generator is closed."""
+    port = free_port()
+    data_dir = directory / "serve-data"
+    data_dir.mkdir(exist_ok=True)
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("MAILROOM_")},
+        "MAILROOM_DATA_DIR": str(data_dir),
+        "MAILROOM_DATABASE_URL": _store_url(store),
+        "MAILROOM_SUBMISSION_LISTEN": f"127.0.0.1:{free_port()}",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mailroom", "serve", "--port", str(port), *args],
+        cwd=directory,  # not the checkout: its .env must not point at another store
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(base, process)
+        yield Served(base, process, data_dir)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        try:
+            _, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate()
+            pytest.fail("mailroom serve did not stop within 30 s of SIGINT")
+    assert "Traceback" not in err, err[-4000:]
+
+
+@pytest.fixture
+def mail(store: Store) -> tuple[int, int, int]:
+    """The seeded store (see :func:`seed`)."""
+    return seed(store)
+
+
+@pytest.fixture
+def served(store: Store, mail: tuple[int, int, int], tmp_path: Path) -> Iterator[Served]:
+    """`mailroom serve` over the seeded store."""
+    yield from serve_store(store, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    """Debian's headless Chromium under Playwright, for the whole session."""
+    if not CHROMIUM.is_file():
+        service_missing("Chromium", f"{CHROMIUM} is missing; scripts/test-services.sh installs it")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Watch:
+    """What went wrong in a context's pages: dialogs, page errors, CSP violations."""
+
+    problems: list[str] = field(default_factory=list)
+
+    def attach(self, page: Page) -> None:
+        """Record ``page``'s dialogs (dismissing them), uncaught errors and CSP reports."""
+
+        def on_dialog(dialog: Dialog) -> None:
+            self.problems.append(f"dialog {dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on(
+            "console",
+            lambda message: (
+                self.problems.append(f"console: {message.text}")
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+
+
+@pytest.fixture
+def watch() -> Watch:
+    """The problems the test's browser pages ran into."""
+    return Watch()
+
+
+@pytest.fixture
+def context(chromium: Browser, served: Served, watch: Watch) -> Iterator[BrowserContext]:
+    """A fresh browser context (no cookies) on the served app, watched."""
+    opened = chromium.new_context(base_url=served.base)
+    opened.set_default_timeout(15_000)
+    opened.on("page", watch.attach)
+    yield opened
+    opened.close()
+
+
+def sign_in(page: Page, name: str = "me", password: str = PASSWORD) -> None:
+    """Fill and send the sign-in form the page shows."""
+    page.get_by_label("User name").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Page:
+    """A page signed in as ``me``, on the Inbox."""
+    opened = context.new_page()
+    opened.goto("/")
+    sign_in(opened)
+    opened.wait_for_url(lambda url: url.endswith("/"))
+    return opened
