@@ -181,7 +181,6 @@ def test_jmapc_over_https(
     """jmapc: MailboxSet and EmailSet with its models, upload_blob, Email/import as a custom
     method, EmailQuery + EmailGet by reference."""
     from jmapc import (
-        Client,
         Comparator,
         EmailQueryFilterCondition,
         EmailQueryFilterOperator,
@@ -194,17 +193,11 @@ def test_jmapc_over_https(
         EmailQuery,
         EmailSet,
         IdentityGet,
-        MailboxGet,
         MailboxSet,
     )
-    from jmapc.models import Email, EmailAddress, EmailBodyPart, EmailBodyValue, Mailbox
+    from jmapc.models import Mailbox
 
-    assert isinstance(tls_server.verify, str)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls_server.verify)
-    client = Client.create_with_password(
-        tls_server.base.removeprefix("https://"), "alice", PASSWORD
-    )
-    role = {box.role: box.id for box in client.request(MailboxGet(ids=None)).data if box.role}
+    client, role = _jmapc_client(tls_server, monkeypatch)
     made = client.request(MailboxSet(create={"projects": Mailbox(name="Projects", sort_order=5)}))
     projects = made.created["projects"].id
     message_file = tmp_path / "fish.eml"
@@ -254,21 +247,7 @@ def test_jmapc_over_https(
         "receivedAt": item.received_at.isoformat(),
     }
     identity = client.request(IdentityGet(ids=None)).data[0].email
-    drafted = client.request(
-        EmailSet(
-            create={
-                "draft": Email(
-                    mailbox_ids={role["drafts"]: True},
-                    keywords={"$draft": True, "$seen": True},
-                    mail_from=[EmailAddress(name="Alice", email=identity)],
-                    to=[EmailAddress(name="Walrus", email="walrus@example.net")],
-                    subject="Re: Fish supply",
-                    text_body=[EmailBodyPart(part_id="t", type="text/plain")],
-                    body_values={"t": EmailBodyValue(value=DRAFT_TEXT)},
-                )
-            }
-        )
-    )
+    drafted = client.request(EmailSet(create={"draft": _jmapc_draft(identity, role["drafts"])}))
     draft_id = drafted.created["draft"].id
     shown = client.request(
         EmailGet(ids=[draft_id], properties=["subject", "keywords", "mailboxIds"])
@@ -306,7 +285,6 @@ def test_jmapc_sends_a_draft(
     """jmapc: EmailSubmissionSet with on_success_update_email moves the draft to Sent (the
     implicit Email/set comes back as a second response), the lane delivers it to a real sink,
     EmailSubmissionGet shows it final with the sink's reply."""
-    from jmapc import Client
     from jmapc.methods import (
         EmailGet,
         EmailSet,
@@ -315,40 +293,15 @@ def test_jmapc_sends_a_draft(
         EmailSubmissionSet,
         EmailSubmissionSetResponse,
         IdentityGet,
-        MailboxGet,
     )
-    from jmapc.models import (
-        Email,
-        EmailAddress,
-        EmailBodyPart,
-        EmailBodyValue,
-        EmailSubmission,
-        UndoStatus,
-    )
+    from jmapc.models import EmailSubmission, UndoStatus
 
-    assert isinstance(tls_server.verify, str)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls_server.verify)
     with SmtpSink() as sink:
         give_outgoing(store, alice, sink)
-        client = Client.create_with_password(
-            tls_server.base.removeprefix("https://"), "alice", PASSWORD
-        )
-        role = {box.role: box.id for box in client.request(MailboxGet(ids=None)).data if box.role}
+        client, role = _jmapc_client(tls_server, monkeypatch)
         identity = client.request(IdentityGet(ids=None)).data[0]
         drafted = client.request(
-            EmailSet(
-                create={
-                    "draft": Email(
-                        mailbox_ids={role["drafts"]: True},
-                        keywords={"$draft": True, "$seen": True},
-                        mail_from=[EmailAddress(name="Alice", email=identity.email)],
-                        to=[EmailAddress(name="Walrus", email="walrus@example.net")],
-                        subject="Re: Fish supply",
-                        text_body=[EmailBodyPart(part_id="t", type="text/plain")],
-                        body_values={"t": EmailBodyValue(value=DRAFT_TEXT)},
-                    )
-                }
-            )
+            EmailSet(create={"draft": _jmapc_draft(identity.email, role["drafts"])})
         )
         draft_id = drafted.created["draft"].id
         submitted, moved = client.request(
@@ -376,6 +329,33 @@ def test_jmapc_sends_a_draft(
         assert sent.delivery_status["walrus@example.net"].smtp_reply.startswith("250")
         (email,) = client.request(EmailGet(ids=[draft_id], properties=["mailboxIds"])).data
         assert email.mailbox_ids == {role["sent"]: True}
+
+
+def _jmapc_client(server: Server, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, str]]:
+    """A jmapc client of Alice's over https, and her mailbox ids by role."""
+    from jmapc import Client
+    from jmapc.methods import MailboxGet
+
+    assert isinstance(server.verify, str)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", server.verify)
+    client = Client.create_with_password(server.base.removeprefix("https://"), "alice", PASSWORD)
+    role = {box.role: box.id for box in client.request(MailboxGet(ids=None)).data if box.role}
+    return client, role
+
+
+def _jmapc_draft(from_email: str, drafts: str) -> Any:
+    """The scenario's draft as a jmapc Email model."""
+    from jmapc.models import Email, EmailAddress, EmailBodyPart, EmailBodyValue
+
+    return Email(
+        mailbox_ids={drafts: True},
+        keywords={"$draft": True, "$seen": True},
+        mail_from=[EmailAddress(name="Alice", email=from_email)],
+        to=[EmailAddress(name="Walrus", email="walrus@example.net")],
+        subject="Re: Fish supply",
+        text_body=[EmailBodyPart(part_id="t", type="text/plain")],
+        body_values={"t": EmailBodyValue(value=DRAFT_TEXT)},
+    )
 
 
 def _created_id(result: Any, key: str) -> str:

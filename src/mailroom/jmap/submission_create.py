@@ -57,7 +57,7 @@ from mailroom.outbound.transports import transport_for
 from mailroom.store.keys import id_key
 from mailroom.store.models import Account, Identity, Message, Submission, User
 
-__all__ = ["KIND", "SubmissionCreator"]
+__all__ = ["KIND", "SubmissionCall", "SubmissionCreator"]
 
 KIND = "personal"  # the kind of mail a JMAP client sends (MAILROOM_LANE_KINDS picks its lane)
 _CLIENT = frozenset({"identityId", "emailId", "envelope"})
@@ -75,8 +75,8 @@ def _not_given(name: str, value: object) -> bool:
     return value is None or (name == "undoStatus" and value == "pending")
 
 
-class SubmissionCreator:
-    """The creates of one EmailSubmission/set call for one user."""
+class SubmissionCall:
+    """One EmailSubmission/set call: who asks, in which transaction, under which policy."""
 
     def __init__(
         self, context: Context, session: Session, user_id: int, policy: SubmissionPolicy
@@ -85,6 +85,15 @@ class SubmissionCreator:
         self.session = session
         self.user_id = user_id
         self.policy = policy
+
+
+class SubmissionCreator(SubmissionCall):
+    """The creates of one EmailSubmission/set call for one user."""
+
+    def __init__(
+        self, context: Context, session: Session, user_id: int, policy: SubmissionPolicy
+    ) -> None:
+        super().__init__(context, session, user_id, policy)
         user = session.get(User, user_id)
         assert user is not None  # the principal's own row
         self.addresses = set(sending_identities(session, user))
@@ -128,16 +137,15 @@ class SubmissionCreator:
         except OutboundError as error:
             raise Refused(set_error("invalidEmail", str(error), ["messageId"])) from None
         strangers = [a for a in authors if a not in self.addresses]
-        if strangers or identity.email.lower() not in authors:
-            who = strangers[0] if strangers else identity.email or "this identity"
-            raise Refused(
-                set_error(
-                    "forbiddenFrom",
-                    f"The From address must be the identity's ({identity.email}), "
-                    f"one of your addresses; {who} is not.",
-                )
-            )
-        return message_id
+        if not identity.email:
+            why = "This identity has no address to send from; give its account one."
+        elif strangers:
+            why = f"{strangers[0]} is not one of your addresses, so mailroom does not send as it."
+        elif identity.email.lower() not in authors:
+            why = f"The From address must be this identity's address, {identity.email}."
+        else:
+            return message_id
+        raise Refused(set_error("forbiddenFrom", why))
 
     def _envelope(self, values: dict[str, Any], raw: bytes) -> Envelope:
         given = values.get("envelope")

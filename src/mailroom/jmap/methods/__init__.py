@@ -28,17 +28,9 @@ from mailroom.jmap.methods import (
     thread,
     vacation,
 )
+from mailroom.jmap.methods.arguments import CHANGES, GET, QUERY, QUERY_CHANGES, SET
 from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION, VACATION
 
-GET = frozenset({"accountId", "ids", "properties"})
-CHANGES = frozenset({"accountId", "sinceState", "maxChanges"})
-QUERY = frozenset(
-    {"accountId", "filter", "sort", "position", "anchor", "anchorOffset", "limit", "calculateTotal"}
-)
-QUERY_CHANGES = frozenset(
-    {"accountId", "filter", "sort", "sinceQueryState", "maxChanges", "upToId", "calculateTotal"}
-)
-SET = frozenset({"accountId", "ifInState", "create", "update", "destroy"})
 MAILBOX_TREE = frozenset({"sortAsTree", "filterAsTree"})
 EMAIL_GET = GET | {
     "bodyProperties",

@@ -32,6 +32,7 @@ from mailroom.jmap import ids
 from mailroom.jmap.changes import parse_state
 from mailroom.jmap.dispatcher import Context, Handler, Method
 from mailroom.jmap.errors import MethodError, Refused, invalid_arguments, set_error
+from mailroom.jmap.methods.arguments import CHANGES, GET, QUERY, QUERY_CHANGES, SET
 from mailroom.jmap.methods.common import (
     SUBMISSION,
     changes_response,
@@ -44,7 +45,7 @@ from mailroom.jmap.methods.email_set import email_set
 from mailroom.jmap.methods.email_submission_query import submission_query, submission_query_changes
 from mailroom.jmap.methods.object_state import check_if_in_state, floor_of, state_of
 from mailroom.jmap.methods.set_arguments import set_arguments, set_response
-from mailroom.jmap.submission_create import SubmissionCreator
+from mailroom.jmap.submission_create import SubmissionCall, SubmissionCreator
 from mailroom.jmap.submission_objects import (
     PROPERTIES,
     forget,
@@ -99,16 +100,13 @@ def _on_success(args: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[s
     return dict(update), list(destroy)
 
 
-class _SubmissionSet:
+class _SubmissionSet(SubmissionCall):
     """One EmailSubmission/set call: its creates, updates, destroys and their emails."""
 
     def __init__(
         self, context: Context, session: Session, user_id: int, policy: SubmissionPolicy
     ) -> None:
-        self.context = context
-        self.session = session
-        self.user_id = user_id
-        self.policy = policy
+        super().__init__(context, session, user_id, policy)
         # Each submission that succeeded, by the name the client used for it -> its email.
         self.emails: dict[str, int | None] = {}
 
@@ -252,25 +250,7 @@ class SubmissionMethods:
         return response
 
 
-GET = frozenset({"accountId", "ids", "properties"})
-CHANGES = frozenset({"accountId", "sinceState", "maxChanges"})
-QUERY = frozenset(
-    {"accountId", "filter", "sort", "position", "anchor", "anchorOffset", "limit", "calculateTotal"}
-)
-QUERY_CHANGES = frozenset(
-    {"accountId", "filter", "sort", "sinceQueryState", "maxChanges", "upToId", "calculateTotal"}
-)
-SET = frozenset(
-    {
-        "accountId",
-        "ifInState",
-        "create",
-        "update",
-        "destroy",
-        "onSuccessUpdateEmail",
-        "onSuccessDestroyEmail",
-    }
-)
+ON_SUCCESS = frozenset({"onSuccessUpdateEmail", "onSuccessDestroyEmail"})
 
 
 def methods(policy: SubmissionPolicy) -> dict[str, Method]:
@@ -281,7 +261,7 @@ def methods(policy: SubmissionPolicy) -> dict[str, Method]:
         "EmailSubmission/changes": (_submission_changes, CHANGES),
         "EmailSubmission/query": (submission_query, QUERY),
         "EmailSubmission/queryChanges": (submission_query_changes, QUERY_CHANGES),
-        "EmailSubmission/set": (bound.set, SET),
+        "EmailSubmission/set": (bound.set, SET | ON_SUCCESS),
     }
     return {
         name: Method(SUBMISSION, handler, arguments)
