@@ -421,17 +421,7 @@ class Sender:
         deferrals = claim.deferrals + 1
         retry_after = getattr(error, "retry_after", None)
         pause = timedelta(seconds=float(retry_after)) if retry_after else deferral_pause(deferrals)
-        with self.store.session() as session:
-            self._settle(
-                session,
-                claim,
-                state="queued",
-                deferrals=deferrals,
-                next_attempt_at=min(now + pause, deadline),
-                last_code=code,
-                last_error=str(error)[:2000],
-                delivery_status=_status(claim.recipients, reply, "queued"),
-            )
+        self._put_back(claim, error, code, reply, min(now + pause, deadline), deferrals=deferrals)
 
     def _count_attempt(self, claim: _Claim, error: BaseException) -> None:
         """An unthrottled lane's failure (or any lane's bug): one attempt of three."""
@@ -446,16 +436,28 @@ class Sender:
         retry_after = getattr(error, "retry_after", None)
         if retry_after:
             pause = max(pause, timedelta(seconds=float(retry_after)))
+        self._put_back(claim, error, code, reply, now + pause, attempts=attempts)
+
+    def _put_back(
+        self,
+        claim: _Claim,
+        error: BaseException,
+        code: int,
+        reply: str,
+        at: datetime,
+        **counted: int,
+    ) -> None:
+        """Queue the submission again for ``at``, with the failure's reply and the count it adds."""
         with self.store.session() as session:
             self._settle(
                 session,
                 claim,
                 state="queued",
-                attempts=attempts,
-                next_attempt_at=now + pause,
+                next_attempt_at=at,
                 last_code=code,
                 last_error=str(error)[:2000],
                 delivery_status=_status(claim.recipients, reply, "queued"),
+                **counted,
             )
 
     # -- sweeps at the start of a run ------------------------------------------------
