@@ -41,7 +41,6 @@ second one from mailroom would be a duplicate there; steps 3 and 4 still run.
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -63,8 +62,6 @@ from mailroom.store.models import Account, Blob, Message, Submission, utcnow
 
 __all__ = ["ANSWERED", "DRAFT", "file_sent"]
 
-log = logging.getLogger(__name__)
-
 ANSWERED = "$answered"
 DRAFT = "$draft"
 _LINE_END = re.compile(rb"\r?\n")
@@ -72,9 +69,8 @@ _LINE_END = re.compile(rb"\r?\n")
 
 @dataclass(frozen=True, slots=True)
 class _Sent:
-    """What filing needs of a sent submission (plain values, read in the filing session)."""
+    """What filing needs of a sent submission, read in the filing session."""
 
-    submission_id: int
     user_id: int
     account: Account
     email_id: int | None
@@ -123,7 +119,6 @@ def _load(session: Session, submission_id: int) -> _Sent | None:
     if email_id is not None and session.get(Message, email_id) is None:
         email_id = None  # the draft was destroyed meanwhile: file the transmitted bytes
     return _Sent(
-        submission_id,
         submission.user_id,
         account,
         email_id,
