@@ -270,17 +270,13 @@ async def _refuse(server: SMTP, reply: str) -> AuthResult:
 
 
 class _Server(SMTP):
-    """aiosmtpd's SMTP session, known to its port so a stop can close it."""
+    """aiosmtpd's SMTP session, known to its port from accept to close so a stop can close it."""
 
     def __init__(self, port: SubmissionPort, **kwargs: Any) -> None:
         super().__init__(port.handler, **kwargs)
         self.port = port
         self.refused: set[bytes] = set()  # digests of name and password refused here
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        """Count the connection (once: STARTTLS calls this again)."""
-        self.port.connections.add(self)
-        super().connection_made(transport)
+        port.connections.add(self)  # from accept on: a stop waits for its transport
 
     def connection_lost(self, error: Exception | None) -> None:
         """Forget the connection."""
@@ -440,21 +436,30 @@ class SubmissionPort:
 
     async def _close(self) -> None:
         assert self._server is not None
+        loop = asyncio.get_running_loop()
+        # Stop accepting first and let connections accepted a moment ago get their
+        # transport: Python 3.11 leaks the socket of one accepted during Server.close().
+        for listening in self._server.sockets:
+            loop.remove_reader(listening.fileno())
+        for _ in range(5):
+            await asyncio.sleep(0)
         self._server.close()
-        deadline = asyncio.get_running_loop().time() + self.grace
-        while self.busy and asyncio.get_running_loop().time() < deadline:
+        deadline = loop.time() + self.grace
+        while self.busy and loop.time() < deadline:
             await asyncio.sleep(0.05)
-        for connection in list(self.connections):
-            transport = connection.transport
-            if transport is not None and not transport.is_closing():
-                with contextlib.suppress(Exception):
-                    assert isinstance(transport, asyncio.WriteTransport)
-                    transport.write(b"421 4.3.2 mailroom is shutting down; try again later.\r\n")
+        # Until every connection is gone (one accepted just before the close included):
+        # tell it 421 and close it; a closed transport lets go of its socket a turn later.
+        bye = b"421 4.3.2 mailroom is shutting down; try again later.\r\n"
+        for _ in range(200):
+            for connection in list(self.connections):
+                transport = connection.transport
+                if isinstance(transport, asyncio.WriteTransport) and not transport.is_closing():
+                    with contextlib.suppress(Exception):
+                        transport.write(bye)
                     transport.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.sleep(0.01)
+            if not self.connections:
+                break
         await self._server.wait_closed()
 
     def __enter__(self) -> SubmissionPort:
