@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
@@ -12,6 +13,9 @@ from mailroom.labels.resolver import ensure_system_labels
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.store.engine import Store
 from mailroom.store.models import Message
+
+if TYPE_CHECKING:
+    from huey import Huey
 
 
 def make_account(store: Store, owner: str = "me", name: str = "test") -> tuple[int, int, int]:
@@ -52,3 +56,12 @@ def write_maildir(root: Path, messages: dict[str, bytes], folder: str = "") -> P
     for name, raw in messages.items():
         (base / "cur" / f"{name}:2,S").write_bytes(raw)
     return root
+
+
+def drain(queue: Huey) -> int:
+    """Run queued jobs one by one until the queue is empty; returns how many ran."""
+    ran = 0
+    while (task := queue.dequeue()) is not None:
+        queue.execute(task)
+        ran += 1
+    return ran

@@ -7,7 +7,6 @@ import ssl
 from pathlib import Path
 
 import pytest
-from huey import Huey
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
@@ -21,15 +20,8 @@ from mailroom.providers.netguard import BlockedHostError, UnresolvableHostError,
 from mailroom.secrets import generate_key
 from mailroom.store.engine import Store
 from mailroom.store.models import Account
+from tests.helpers import drain
 from tests.jobs.test_supervisor import Clock, Harness, _accounts
-
-
-def _drain(queue: Huey) -> int:
-    ran = 0
-    while (task := queue.dequeue()) is not None:
-        queue.execute(task)
-        ran += 1
-    return ran
 
 
 def _account(store: Store, account_id: int) -> Account:
@@ -59,7 +51,7 @@ def test_no_master_key_is_one_sentence_per_account_and_no_traceback(
         for _ in range(2):  # a second poll must not say it again
             for account_id in ids:
                 jobs.sync_account(account_id)
-            assert _drain(jobs.queues["ingest"]) == 2  # no retries of a hopeless job
+            assert drain(jobs.queues["ingest"]) == 2  # no retries of a hopeless job
     assert _tracebacks(caplog) == []
     said = [r.getMessage() for r in caplog.records if "No master key" in r.getMessage()]
     assert len(said) == 2 and all("does not sync" in line for line in said)

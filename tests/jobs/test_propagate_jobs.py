@@ -6,7 +6,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from huey import Huey
 from sqlalchemy import select
 
 from mailroom.config import Settings
@@ -21,7 +20,7 @@ from mailroom.providers.base import MessageChanges, Outcome
 from mailroom.store.engine import Store
 from mailroom.store.models import PendingChange
 from tests.factories import make_message
-from tests.helpers import ingest
+from tests.helpers import drain, ingest
 
 
 class Recorder:
@@ -76,15 +75,6 @@ def _account(store: Store, name: str) -> tuple[int, int, list[int]]:
     return user_id, account, sorted(result.created_ids)
 
 
-def _drain(queue: Huey) -> int:
-    """Run queued jobs one by one until the queue is empty; returns how many ran."""
-    ran = 0
-    while (task := queue.dequeue()) is not None:
-        queue.execute(task)
-        ran += 1
-    return ran
-
-
 def _states(store: Store) -> list[str]:
     with store.session() as session:
         return list(session.scalars(select(PendingChange.state).order_by(PendingChange.id)))
@@ -105,7 +95,7 @@ def test_an_action_enqueues_one_job_per_account_and_repeats_coalesce(
     with store.session() as session:
         Operations(session, user).archive([m2])  # account a's job is still queued
     assert queue.pending_count() == 2
-    assert _drain(queue) == 2
+    assert drain(queue) == 2
     assert sorted(map(sorted, Recorder.batches)) == [[m1, m2], [n1]]
     assert set(_states(store)) == {"done"}
     with store.session() as session:
@@ -142,5 +132,5 @@ def test_the_sweep_finds_only_accounts_with_due_changes(
     with store.session() as session:
         Operations(session, user).star([m1])
     assert jobs.accounts_with_due_changes() == [account]
-    _drain(jobs.queues["propagate"])
+    drain(jobs.queues["propagate"])
     assert jobs.accounts_with_due_changes() == []

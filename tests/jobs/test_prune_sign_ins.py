@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from huey import Huey
 from sqlalchemy import func, select
 
 from mailroom.config import Settings
@@ -16,14 +15,7 @@ from mailroom.owners import get_or_create_user
 from mailroom.store.engine import Store
 from mailroom.store.models import SignInFailure, WebSession, utcnow
 from mailroom.web.sessions import find_session, start_session
-
-
-def _drain(queue: Huey) -> int:
-    ran = 0
-    while (task := queue.dequeue()) is not None:
-        queue.execute(task)
-        ran += 1
-    return ran
+from tests.helpers import drain
 
 
 def _count(store: Store, model: type[WebSession] | type[SignInFailure]) -> int:
@@ -42,14 +34,14 @@ def test_the_engine_prunes_ended_sessions_and_old_failures(store: Store, tmp_pat
     policy = LockoutPolicy(window=timedelta(minutes=15))
     for minutes_ago in (1, 40, 50, 60):  # all but the first have left the window
         at = now - timedelta(minutes=minutes_ago)
-        SignInLimiter(store, policy, lambda at=at: at).begin("me", "192.0.2.1")  # type: ignore[misc]
+        SignInLimiter(store, policy, lambda at=at: at).begin("me", "192.0.2.1")
     assert (_count(store, WebSession), _count(store, SignInFailure)) == (2, 8)
     assert find_session(store, ended, now) is None  # ended, though its row is still there
 
     runtime = Runtime(store, Settings(data_dir=tmp_path, signin_lockout_minutes=15))
     try:
         runtime.duties.tick(0.0)  # every duty is due at the first tick
-        assert _drain(runtime.queues["ingest"]) >= 1
+        assert drain(runtime.queues["ingest"]) >= 1
     finally:
         runtime.stop()
     assert (_count(store, WebSession), _count(store, SignInFailure)) == (1, 2)

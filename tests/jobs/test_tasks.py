@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from huey import Huey
 
 from mailroom.config import Settings
 from mailroom.ingest.routing import queue_for
@@ -17,6 +16,7 @@ from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers import registry
 from mailroom.providers.base import ImportState
 from mailroom.store.engine import Store
+from tests.helpers import drain
 
 PAGES = 3
 
@@ -52,15 +52,6 @@ def paged_provider() -> Iterator[None]:
     registry.unregister("paged")
 
 
-def _drain(queue: Huey) -> int:
-    """Run queued jobs one by one until the queue is empty; returns how many ran."""
-    ran = 0
-    while (task := queue.dequeue()) is not None:
-        queue.execute(task)
-        ran += 1
-    return ran
-
-
 def test_import_pages_of_accounts_interleave(
     store: Store, tmp_path: Path, paged_provider: None
 ) -> None:
@@ -72,7 +63,7 @@ def test_import_pages_of_accounts_interleave(
     jobs = Jobs(store, make_queues(Settings(data_dir=tmp_path)))
     jobs.import_page(a)
     jobs.import_page(b)
-    assert _drain(jobs.queues["ingest_backlog"]) == 2 * PAGES
+    assert drain(jobs.queues["ingest_backlog"]) == 2 * PAGES
     assert PagedImporter.calls == [a, b, a, b, a, b]
 
 
