@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "show": "mailroom.cli.inspect:show_command",
     "explain": "mailroom.cli.inspect:explain_command",
     "serve": "mailroom.cli.serve:serve_command",
+    "send": "mailroom.cli.send:send_command",
     "rules": "mailroom.cli.rules:rules_group",
     "categories": "mailroom.cli.categories:categories_group",
     "backfill": "mailroom.cli.backfill:backfill_group",
