@@ -3,7 +3,8 @@
 Sending goes the real way: :func:`mailroom.outbound.queueing.queue_message` on the
 direct lane, then :class:`mailroom.outbound.sender.Sender` hands it to the SMTP
 transport of the account's outgoing settings (an :class:`SmtpSink` on loopback),
-and the sender calls the ``AFTER_SENT`` hooks :class:`AfterMail` installed.
+and the sender calls the ``AFTER_SENT`` hooks :class:`AfterMail` installed. The sink
+fixture is the one of ``tests/outbound/conftest.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from mailroom.outbound.smtp_settings import check_smtp, set_smtp
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Label, Message, MessageKeyword, MessageLabel, utcnow
 from tests.factories import make_message
-from tests.helpers import make_account
+from tests.helpers import drain, make_account
 from tests.support.smtp_sink import SmtpSink
 
 ME = "me@example.org"
@@ -33,13 +34,6 @@ ME = "me@example.org"
 def sending_settings(tmp_path: Path) -> Settings:
     """Settings that allow plain SMTP to the loopback sink."""
     return Settings(data_dir=tmp_path / "data", allowed_private_hosts="127.0.0.1")
-
-
-@pytest.fixture
-def sink() -> Iterator[SmtpSink]:
-    """A plain SMTP sink on loopback."""
-    with SmtpSink() as running:
-        yield running
 
 
 @pytest.fixture
@@ -65,9 +59,7 @@ def reply(parent: str, message_id: str, **headers: str) -> bytes:
 def drain_follow_up(queues: dict[str, Huey]) -> None:
     """Run every queued follow-up job (the enrichers), one by one."""
     for name in ("enrich_live", "enrich", "enrich_backlog"):
-        queue = queues[name]
-        while (task := queue.dequeue()) is not None:
-            queue.execute(task)
+        drain(queues[name])
 
 
 def outgoing(store: Store, settings: Settings, account_id: int, sink: SmtpSink) -> None:

@@ -24,11 +24,10 @@ from tests.outbound.after_support import (
     local_sender,
     send,
     settings,
-    sink,
 )
 from tests.support.smtp_sink import SmtpSink
 
-__all__ = ["settings", "sink"]  # fixtures, imported for pytest
+__all__ = ["settings"]  # fixtures, imported for pytest
 
 ORIGINAL = "orig-9@example.org"
 

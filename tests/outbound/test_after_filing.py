@@ -26,11 +26,10 @@ from tests.outbound.after_support import (
     reply,
     send,
     settings,
-    sink,
 )
 from tests.support.smtp_sink import SmtpSink
 
-__all__ = ["after_mail", "settings", "sink"]  # fixtures, imported for pytest
+__all__ = ["after_mail", "settings"]  # fixtures, imported for pytest
 
 
 def _reply(bcc: str | None = None) -> bytes:

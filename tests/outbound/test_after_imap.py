@@ -28,11 +28,10 @@ from tests.outbound.after_support import (
     outgoing,
     reply,
     send,
-    sink,
 )
 from tests.support.smtp_sink import SmtpSink
 
-__all__ = ["account", "after_mail", "dovecot", "mailbox", "other", "settings", "sink"]
+__all__ = ["account", "after_mail", "dovecot", "mailbox", "other", "settings"]
 
 ME = "me@example.org"
 

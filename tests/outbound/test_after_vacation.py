@@ -23,11 +23,10 @@ from tests.outbound.after_support import (
     drain_follow_up,
     local_sender,
     settings,
-    sink,
 )
 from tests.support.smtp_sink import SmtpSink
 
-__all__ = ["settings", "sink"]  # fixtures, imported for pytest
+__all__ = ["settings"]  # fixtures, imported for pytest
 
 OWN = frozenset({ME})
 NOW = utcnow().replace(microsecond=0)
