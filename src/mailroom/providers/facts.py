@@ -47,7 +47,7 @@ def importing(provider: str, status: str, import_finished_at: object) -> bool:
     """Whether an account is still importing its history, from its row alone."""
     if status == "disconnected":  # a disconnected account imports nothing
         return False
-    declared = _FACTS.get(provider)
+    declared = facts_of(provider)
     return declared is not None and declared.paged_import and import_finished_at is None
 
 
