@@ -67,6 +67,10 @@ class Person:
         return f"u{self.user_id}"
 
 
+# Seconds a test server may take to start, and to stop (twice: gracefully, then forced).
+START_WAIT = STOP_WAIT = 30
+
+
 def free_port() -> int:
     """A free TCP port on loopback."""
     with socket.socket() as probe:
@@ -81,27 +85,41 @@ def serve(
     """Serve ``app`` under uvicorn on a free loopback port until the generator is closed.
 
     Yields the base URL (https when a certificate is given); the JMAP and the web
-    fixtures both run their servers through this one.
+    fixtures both run their servers through this one. The listening socket is
+    bound here (no other process can take the port in between). Closing returns
+    only once the server thread has ended — its lifespan shut down, its requests
+    and push loops finished — so the store can be disposed after it; a server that
+    does not start or stop fails the test.
     """
-    port = free_port()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port: int = listener.getsockname()[1]
     config = uvicorn.Config(
         app,
-        host="127.0.0.1",
-        port=port,
         log_level="warning",
         ssl_certfile=str(certfile) if certfile else None,
         ssl_keyfile=str(keyfile) if keyfile else None,
         timeout_graceful_shutdown=2,
     )
     runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not runner.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"{'https' if certfile else 'http'}://127.0.0.1:{port}"
-    runner.should_exit = True
-    thread.join(timeout=10)
+    thread = threading.Thread(target=runner.run, args=([listener],), daemon=True)
+    try:
+        thread.start()
+        deadline = time.monotonic() + START_WAIT
+        while not runner.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not runner.started:
+            pytest.fail(f"The test server on port {port} did not start.", pytrace=False)
+        yield f"{'https' if certfile else 'http'}://127.0.0.1:{port}"
+    finally:
+        runner.should_exit = True
+        thread.join(timeout=STOP_WAIT)
+        if thread.is_alive():  # graceful shutdown hangs: stop waiting for connections
+            runner.force_exit = True
+            thread.join(timeout=STOP_WAIT)
+        listener.close()
+    if thread.is_alive():
+        pytest.fail(f"The test server on port {port} did not stop.", pytrace=False)
 
 
 def run_server(

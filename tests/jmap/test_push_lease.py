@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
+import threading
+
+from sqlalchemy import create_engine, text
 
 from mailroom.jmap.push_lease import DeliveryLease
 from mailroom.store.engine import Store
@@ -45,3 +47,35 @@ def test_a_holder_that_loses_its_connection_loses_the_lease(store: Store) -> Non
     finally:
         first.release()
         second.release()
+
+
+def test_a_release_during_a_hold_leaves_no_connection_out(store: Store) -> None:
+    """Shutdown releases while the delivery loop's hold is still connecting: the hold gives up.
+
+    The lease's store has a pool of one connection, taken by the test, so the
+    hold waits inside ``connect`` until the release has run. Whichever runs
+    first, the lease ends with no connection out and another process takes it.
+    """
+    if store.dialect != "postgresql":
+        return
+    small = Store(create_engine(store.engine.url, pool_size=1, max_overflow=0))
+    try:
+        lease = DeliveryLease(small)
+        taken = small.engine.connect()
+        held: list[bool] = []
+        holder = threading.Thread(target=lambda: held.append(lease.hold()))
+        try:
+            holder.start()
+            lease.release()
+        finally:
+            taken.close()
+        holder.join(timeout=60)
+        assert held == [False]
+        assert small.engine.pool.checkedout() == 0
+        other = DeliveryLease(store)
+        try:
+            assert other.hold()
+        finally:
+            other.release()
+    finally:
+        small.dispose()

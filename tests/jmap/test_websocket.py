@@ -52,6 +52,18 @@ def ask(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def enable_push(ws: ClientConnection, **arguments: Any) -> None:
+    """WebSocketPushEnable, then a Request answered after it: later changes are pushed.
+
+    The server reads a socket's messages in order and takes the next one only
+    once the enabled push has read the states it compares with, so a change
+    made after the Response is never part of that baseline.
+    """
+    ws.send(json.dumps({"@type": "WebSocketPushEnable", **arguments}))
+    answer = ask(ws, {"@type": "Request", "id": "enabled", "using": [CORE], "methodCalls": []})
+    assert answer["@type"] == "Response" and answer["requestId"] == "enabled", answer
+
+
 def test_request_and_response_with_ids(socket: ClientConnection, alice: Person) -> None:
     """A Request is answered by a Response with its requestId, like the HTTP API."""
     assert socket.subprotocol == "jmap"
@@ -90,7 +102,7 @@ def test_request_errors(socket: ClientConnection) -> None:
 
 def test_push_over_the_socket(socket: ClientConnection, client: Jmap, alice: Person) -> None:
     """After WebSocketPushEnable a change arrives as a StateChange with a pushState."""
-    socket.send(json.dumps({"@type": "WebSocketPushEnable", "dataTypes": ["Email"]}))
+    enable_push(socket, dataTypes=["Email"])
     message = email_id(alice.messages["hello"])
     done = client.call("Email/set", {"update": {message: {"keywords/$flagged": True}}})
     change = json.loads(socket.recv(timeout=30))
@@ -160,14 +172,7 @@ def test_push_of_vacation_identity_and_email_delivery(
     socket: ClientConnection, client: Jmap, store: Store, alice: Person
 ) -> None:
     """VacationResponse and Identity changes are pushed; EmailDelivery moves only for new mail."""
-    socket.send(
-        json.dumps(
-            {
-                "@type": "WebSocketPushEnable",
-                "dataTypes": ["VacationResponse", "Identity", "EmailDelivery"],
-            }
-        )
-    )
+    enable_push(socket, dataTypes=["VacationResponse", "Identity", "EmailDelivery"])
     vacation = "urn:ietf:params:jmap:vacationresponse"
     done = client.call(
         "VacationResponse/set",

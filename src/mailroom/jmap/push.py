@@ -36,7 +36,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -44,6 +43,7 @@ from mailroom.jmap import ids
 from mailroom.jmap.errors import LIMIT, Problem
 from mailroom.jmap.push_states import PUSH_TYPES, push_states
 from mailroom.jmap.request_slots import UserSlots
+from mailroom.jmap.threadwork import in_thread
 from mailroom.store.engine import Store
 
 MIN_PING, MAX_PING = 1, 3600
@@ -145,14 +145,14 @@ async def watch_states(
         with store.session() as session:
             return push_states(session, user_id)
 
-    states = await run_in_threadpool(read)
+    states = await in_thread(read)
     known = {name: states[name] for name in types}
     yield {name: s for name, s in known.items() if since is not None and s > since}, dict(known)
     while True:
         await asyncio.sleep(poll_interval)
         if stopping is not None and stopping.is_set():
             return
-        states = await run_in_threadpool(read)
+        states = await in_thread(read)
         moved = {name: states[name] for name in types if states[name] != known[name]}
         known.update(moved)
         yield moved, dict(known)

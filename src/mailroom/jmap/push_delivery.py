@@ -29,6 +29,10 @@ On PostgreSQL only the process holding the :class:`DeliveryLease` delivers.
 States present when a subscription is first seen verified are its baseline;
 changes while no server process ran are not pushed (the client resyncs with
 /changes when it next connects).
+
+Shutdown (the end of the lifespan) cancels the loop and its POSTs; database
+work already running in a thread finishes first (``jmap.threadwork``) and the
+lease is released, so no connection outlives the server.
 """
 
 from __future__ import annotations
@@ -47,13 +51,13 @@ from urllib.parse import urlunsplit
 import httpx
 from sqlalchemy import delete, select
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 
 from mailroom.jmap import ids
 from mailroom.jmap.methods.push_subscription import subscription_id
 from mailroom.jmap.push_lease import DeliveryLease
 from mailroom.jmap.push_policy import PushPolicy, UnresolvableUrl, UnusableUrl
 from mailroom.jmap.push_states import PUSH_TYPES, push_states
+from mailroom.jmap.threadwork import in_thread
 from mailroom.jmap.webpush import UserAgentKeys, encrypt
 from mailroom.store.engine import Store
 from mailroom.store.models import PushSubscription
@@ -116,7 +120,7 @@ class PushDelivery:
             try:
                 while not self.stopping.is_set():
                     try:
-                        if await run_in_threadpool(self.lease.hold):
+                        if await in_thread(self.lease.hold):
                             await self.tick()
                         else:
                             self._idle = True  # another process delivers; look now and then
@@ -128,9 +132,11 @@ class PushDelivery:
             finally:
                 for task in list(self._tasks):
                     task.cancel()
-                await asyncio.gather(*self._tasks, return_exceptions=True)
-                self._client = None
-                await run_in_threadpool(self.lease.release)
+                try:
+                    await asyncio.gather(*self._tasks, return_exceptions=True)
+                finally:
+                    self._client = None
+                    await in_thread(self.lease.release)
 
     def _load(self) -> tuple[list[Target], dict[int, dict[str, int]]]:
         now = datetime.now(UTC)
@@ -160,7 +166,7 @@ class PushDelivery:
 
     async def tick(self) -> None:
         """One round: verifications to send, state changes to push."""
-        targets, states = await run_in_threadpool(self._load)
+        targets, states = await in_thread(self._load)
         self._idle = not targets and not self._tasks
         alive = {t.id for t in targets}
         for gone in set(self._pushed) - alive:
@@ -219,7 +225,7 @@ class PushDelivery:
     async def _deliver(self, target: Target, payload: dict[str, Any], topic: str | None) -> None:
         wait = self.policy.retry_base
         for attempt in range(1, self.policy.attempts + 1):
-            if attempt > 1 and not await run_in_threadpool(self._exists, target.id):
+            if attempt > 1 and not await in_thread(self._exists, target.id):
                 return  # destroyed (or expired) while waiting to retry
             try:
                 if await self._post(target, payload, topic):
@@ -227,7 +233,7 @@ class PushDelivery:
             except UnresolvableUrl:
                 pass  # DNS may answer on the next try
             except _Gone:
-                await run_in_threadpool(self._forget, target.id)
+                await in_thread(self._forget, target.id)
                 return
             except UnusableUrl as unusable:
                 log.warning("push subscription %s: %s", target.id, unusable)
@@ -256,7 +262,7 @@ class PushDelivery:
     async def _post(self, target: Target, payload: dict[str, Any], topic: str | None) -> bool:
         """POST one payload; True when the push service took it."""
         assert self._client is not None
-        parts, address = await run_in_threadpool(self.policy.vet, target.url)
+        parts, address = await in_thread(self.policy.vet, target.url)
         assert parts.hostname is not None
         body = json.dumps(payload).encode()
         headers = {"TTL": str(self.policy.ttl), "Host": parts.netloc}

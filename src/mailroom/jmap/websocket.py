@@ -13,12 +13,17 @@ text message is one JSON object with an ``@type``:
 * ``WebSocketPushEnable`` (``dataTypes``: type names or null for all;
   ``pushState``: optional) starts ``StateChange`` pushes, each with a
   ``pushState``; given the ``pushState`` of an earlier push, the types that
-  moved since arrive at once; ``WebSocketPushDisable`` stops them.
+  moved since arrive at once; ``WebSocketPushDisable`` stops them. The next
+  message is read only once the push has read the states it compares with,
+  so every change committed after that is pushed.
 
 Anything else is answered with a ``RequestError`` (``requestId`` when the
 message had an ``id``): a message over ``maxSizeRequest`` is ``limit``,
 text that is not I-JSON and binary frames are ``notJSON``, an object that is
 not one of the above is ``notRequest``.
+
+A socket ends only after its running requests and pushes have (their
+database work in threads included, ``jmap.threadwork``).
 """
 
 from __future__ import annotations
@@ -27,11 +32,10 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -43,6 +47,7 @@ from mailroom.jmap.errors import NOT_JSON, NOT_REQUEST, Problem
 from mailroom.jmap.push import watch_states
 from mailroom.jmap.push_states import PUSH_TYPES
 from mailroom.jmap.request_slots import RequestSlots
+from mailroom.jmap.threadwork import in_thread
 from mailroom.store.engine import Store
 
 SUBPROTOCOL = "jmap"
@@ -85,7 +90,7 @@ class Connection:
         self.principal = principal
         self._send_lock = asyncio.Lock()
         self._push: asyncio.Task[None] | None = None
-        self._requests: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # requests and pushes still running
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send one JSON message (one writer at a time); nothing if the client has left."""
@@ -110,8 +115,17 @@ class Connection:
         except WebSocketDisconnect:
             return
         finally:
-            for task in [*self._requests, *([self._push] if self._push else [])]:
+            # The socket ends only after its requests and pushes (their threads included).
+            running = list(self._tasks)
+            for task in running:
                 task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def on_text(self, text: str) -> None:
         """Dispatch one text message by its ``@type``."""
@@ -120,7 +134,7 @@ class Connection:
         try:
             if len(raw) > self.side.dispatcher.limits.max_size_request:
                 raise request_too_large(self.side.dispatcher.limits.max_size_request)
-            document = await run_in_threadpool(decode_ijson, raw)  # big ones off the loop
+            document = await in_thread(decode_ijson, raw)  # big ones off the loop
             if not isinstance(document, dict):
                 raise Problem(NOT_REQUEST, 400, "A JMAP WebSocket message is a JSON object.")
             request_id = document.get("id") if isinstance(document.get("id"), str) else None
@@ -128,13 +142,11 @@ class Connection:
             if kind == "Request":
                 user = self.principal.user_id
                 self.side.slots.take(user)
-                task = asyncio.create_task(self.answer(raw, request_id))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
+                task = self._spawn(self.answer(raw, request_id))
                 # Given back when the task ends however it ends (even cancelled unstarted).
                 task.add_done_callback(lambda _task: self.side.slots.give_back(user))
             elif kind == "WebSocketPushEnable":
-                self.enable_push(document)
+                await self.enable_push(document)
             elif kind == "WebSocketPushDisable":
                 self.disable_push()
             else:
@@ -149,7 +161,7 @@ class Connection:
     async def answer(self, raw: bytes, request_id: object) -> None:
         """Run one Request (its slot is taken and given back by :meth:`on_text`); answer it."""
         try:
-            result = await run_in_threadpool(self._run, raw)
+            result = await in_thread(self._run, raw)
         except Problem as problem:
             await self.send(_request_error(problem, request_id))
             return
@@ -162,8 +174,12 @@ class Connection:
         """Parse and run a Request in a worker thread, like the HTTP API does."""
         return self.side.dispatcher.run(self.principal, self.side.dispatcher.parse(raw))
 
-    def enable_push(self, document: dict[str, Any]) -> None:
-        """Start (or restart) StateChange pushes for ``dataTypes``."""
+    async def enable_push(self, document: dict[str, Any]) -> None:
+        """Start (or restart) StateChange pushes for ``dataTypes``.
+
+        Returns once the states to compare with are read: whatever is committed
+        after the next message was taken is pushed.
+        """
         types = document.get("dataTypes")
         state = document.get("pushState")
         if types is not None and (
@@ -175,7 +191,9 @@ class Connection:
         chosen = PUSH_TYPES if types is None else tuple(t for t in PUSH_TYPES if t in types)
         since = int(state) if state and state.isdigit() and len(state) < 19 else None
         self.disable_push()
-        self._push = asyncio.create_task(self.push(chosen, since))
+        baseline: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._push = self._spawn(self.push(chosen, since, baseline))
+        await asyncio.wait({baseline, self._push}, return_when=asyncio.FIRST_COMPLETED)
 
     def disable_push(self) -> None:
         """Stop StateChange pushes."""
@@ -183,8 +201,10 @@ class Connection:
             self._push.cancel()
             self._push = None
 
-    async def push(self, types: tuple[str, ...], since: int | None) -> None:
-        """Send a StateChange whenever one of ``types`` moves."""
+    async def push(
+        self, types: tuple[str, ...], since: int | None, baseline: asyncio.Future[None]
+    ) -> None:
+        """Send a StateChange whenever one of ``types`` moves (``baseline`` done once read)."""
         account = ids.account_id(self.principal.user_id)
         watched = watch_states(
             self.side.store,
@@ -195,6 +215,8 @@ class Connection:
             since,
         )
         async for moved, known in watched:
+            if not baseline.done():
+                baseline.set_result(None)
             if moved:
                 await self.send(
                     {
@@ -217,7 +239,7 @@ async def serve_websocket(side: WebSocketSide, websocket: WebSocket) -> None:
         return
     header = websocket.headers.get("authorization")
     client = websocket.client.host if websocket.client else None
-    principal = await run_in_threadpool(side.identify, header, client)
+    principal = await in_thread(side.identify, header, client)
     if isinstance(principal, Response):
         await websocket.send_denial_response(principal)
         return
