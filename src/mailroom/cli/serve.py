@@ -10,6 +10,15 @@ enqueue their propagation right after they commit).
 https, which some JMAP clients insist on. On Ctrl-C open push streams end
 at once (and any other request gets a few seconds) instead of holding the
 shutdown.
+
+It also opens the SMTP submission port for mail programs
+(:mod:`mailroom.outbound.submission_port`) on ``MAILROOM_SUBMISSION_LISTEN``
+(``127.0.0.1:8587``), with STARTTLS on the same certificate and the same
+sign-in lock-out as the web page and JMAP (one :class:`Authenticator`).
+``--submission-port HOST:PORT`` moves it, ``--no-submission-port`` closes it.
+A port given that way that cannot be opened stops ``serve``; the default
+one, when something else holds it, is left out with a warning, so HTTP is
+still served.
 """
 
 from __future__ import annotations
@@ -17,11 +26,16 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
 from mailroom.cli.context import AppContext, pass_app, plain_errors
 from mailroom.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mailroom.jmap.auth import Authenticator
+    from mailroom.outbound.submission_port import SubmissionPort
 
 SHUTDOWN_GRACE_SECONDS = 3
 
@@ -68,6 +82,15 @@ def check_tls(cert: Path | None, key: Path | None) -> None:
     help="PEM private key of --tls-cert.",
 )
 @click.option(
+    "--submission-port",
+    "submission_listen",
+    metavar="HOST:PORT",
+    default=None,
+    help="Where mail programs send (SMTP submission); default MAILROOM_SUBMISSION_LISTEN "
+    "or 127.0.0.1:8587.",
+)
+@click.option("--no-submission-port", is_flag=True, help="Open no SMTP submission port.")
+@click.option(
     "--no-jobs",
     is_flag=True,
     help="Serve HTTP only; run `mailroom worker` and `mailroom supervisor` separately.",
@@ -81,6 +104,8 @@ def serve_command(
     owner: str | None,
     tls_cert: Path | None,
     tls_key: Path | None,
+    submission_listen: str | None,
+    no_submission_port: bool,
     no_jobs: bool,
 ) -> None:
     """Serve the web page, /health and JMAP (/.well-known/jmap) until interrupted."""
@@ -90,8 +115,15 @@ def serve_command(
     from mailroom.web.app import create_app
 
     check_tls(tls_cert, tls_key)
+    from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
     from mailroom.jmap.push_policy import PushPolicy
     from mailroom.jmap.submission_policy import SubmissionPolicy
+    from mailroom.outbound.submission_port import DEFAULT_LISTEN, parse_listen
+
+    if submission_listen and no_submission_port:
+        raise ConfigError("Give either --submission-port or --no-submission-port, not both.")
+    listen_text = submission_listen or app.settings.submission_listen
+    listen = None if no_submission_port else parse_listen(listen_text)
 
     jmap = JmapConfig(
         cors_origins=tuple(app.settings.cors_origin_list),
@@ -107,7 +139,9 @@ def serve_command(
             "(set a password with `mailroom user add NAME --password-stdin`).",
             err=True,
         )
-    web = create_app(app.store, jmap=jmap, settings=app.settings)
+    # One authenticator: wrong passwords on the submission port count like web ones.
+    auth = Authenticator(app.store, SignInLimiter(app.store, lockout_policy(app.settings)))
+    web = create_app(app.store, jmap=jmap, settings=app.settings, auth=auth)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -130,10 +164,47 @@ def serve_command(
 
     # Also with --no-jobs: actions taken here enqueue their propagation after commit.
     runtime = Runtime(app.store, app.settings)
+    submission = None
+    if listen is not None:
+        explicit = bool(submission_listen) or listen_text != DEFAULT_LISTEN
+        submission = open_submission_port(app, listen, tls_cert, tls_key, auth, explicit=explicit)
     if not no_jobs:
         runtime.start_consumers()
         runtime.start_supervisor()
     try:
         Server(config).run()
     finally:
+        if submission is not None:
+            submission.stop()
         runtime.stop()
+
+
+def open_submission_port(
+    app: AppContext,
+    listen: tuple[str, int],
+    cert: Path | None,
+    key: Path | None,
+    auth: Authenticator,
+    *,
+    explicit: bool,
+) -> SubmissionPort | None:
+    """The started submission port; None (with a warning) when the default one is taken."""
+    from mailroom.outbound.submission_port import SubmissionPort
+
+    tls = None
+    if cert is not None and key is not None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(str(cert), str(key))
+    host, number = listen
+    port = SubmissionPort(app.store, app.settings, host=host, port=number, tls=tls, auth=auth)
+    try:
+        port.start()
+    except ConfigError as exc:
+        if explicit:
+            raise
+        click.echo(f"mailroom: {exc} Until then mailroom serves without it.", err=True)
+        return None
+    where = f"[{host}]:{number}" if ":" in host else f"{host}:{number}"
+    how = "STARTTLS and AUTH" if tls else "AUTH from this machine only, no TLS"
+    click.echo(f"Mail programs send through {where} (SMTP submission, {how}).")
+    return port

@@ -69,6 +69,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+
+def _not_login_data(record: logging.LogRecord) -> bool:
+    """aiosmtpd 1.4 warns about its own deprecated ``login_data`` after every sign-in."""
+    return not str(record.msg).startswith("Session.login_data is deprecated")
+
+
+logging.getLogger("mail.log").addFilter(_not_login_data)
+
 DEFAULT_LISTEN = "127.0.0.1:8587"
 MAX_RECIPIENTS = 100
 MAX_AUTH_TRIES = 3
