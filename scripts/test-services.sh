@@ -17,6 +17,7 @@
 #   - Redis: redis-server --daemonize on that port, no persistence, in .test-services/.
 # Dovecot (/usr/sbin/dovecot, package dovecot-imapd) is installed when missing and root;
 # the tests start their own private Dovecot (tests/support/dovecot.py).
+# swaks (package swaks), the stock SMTP client the submission port tests drive, likewise.
 # Chromium (Debian's chromium) for the browser tests, which Playwright drives; never a
 # browser build of Playwright's own (`playwright install`).
 # Node.js and npm (Debian's nodejs and npm when missing and root) and the npm JMAP client
@@ -333,6 +334,14 @@ ensure_dovecot() {
     fi
 }
 
+ensure_swaks() {
+    command -v swaks >/dev/null && return
+    apt_install swaks
+    if ! command -v swaks >/dev/null; then
+        FAILED+=("swaks (package swaks) is not installed and could not be installed.")
+    fi
+}
+
 # --------------------------------------------------------------------- stop
 
 stop_private() {
@@ -396,6 +405,7 @@ esac
 ensure_postgres
 ensure_redis
 ensure_dovecot
+ensure_swaks
 ensure_chromium
 ensure_js_clients
 
