@@ -11,7 +11,8 @@ Invariants:
 * An upload lives :data:`UPLOAD_LIFETIME` (24 h; RFC 8620 asks for at least
   1 h) after its last upload. :func:`prune_uploads` deletes expired uploads and
   then the blobs that nothing references any more — never bytes a message
-  (``messages.raw_sha256``) or a live upload still points at.
+  (``messages.raw_sha256``), a live upload, a submission or any other row with
+  a foreign key to ``blobs`` still points at (:func:`blob_referrers`).
 * At most ``maxConcurrentUpload`` uploads per user are in progress at once
   (:class:`UploadSlots`); the body is read in chunks and refused as soon as it
   grows past ``maxSizeUpload``, so an oversized upload is never held whole.
@@ -23,8 +24,9 @@ import hashlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import delete, exists, select, update
+from sqlalchemy import ColumnElement, delete, exists, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.jmap.errors import LIMIT, Problem
@@ -32,12 +34,13 @@ from mailroom.jmap.request_slots import UserSlots
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, JmapUpload, Message
-from mailroom.store.models.base import utcnow
+from mailroom.store.models.base import Base, utcnow
 
 __all__ = [
     "UPLOAD_LIFETIME",
     "StoredUpload",
     "UploadSlots",
+    "blob_referrers",
     "own_upload",
     "prune_uploads",
     "read_limited",
@@ -164,6 +167,17 @@ def store_upload(store: Store, user_id: int, data: bytes, media_type: str) -> St
     return StoredUpload(sha256, len(data), media_type)
 
 
+def blob_referrers() -> list[ColumnElement[Any]]:
+    """Every column that names bytes in ``blobs``: each foreign key to it, and the messages'."""
+    target = Blob.__table__.c.sha256
+    columns: list[ColumnElement[Any]] = [Message.__table__.c.raw_sha256]
+    for table in Base.metadata.sorted_tables:
+        for key in table.foreign_keys:
+            if key.column is target and key.parent not in columns:
+                columns.append(key.parent)
+    return columns
+
+
 def prune_uploads(store: Store, now: datetime | None = None) -> int:
     """Delete expired uploads and the bytes nothing else uses; the number of uploads deleted."""
     moment = now or utcnow()
@@ -175,11 +189,10 @@ def prune_uploads(store: Store, now: datetime | None = None) -> int:
             return 0
         session.execute(delete(JmapUpload).where(JmapUpload.id.in_([row.id for row in expired])))
         digests = sorted({row.sha256 for row in expired})
-        still_used = exists().where(Message.raw_sha256 == Blob.sha256)
-        uploaded = exists().where(JmapUpload.sha256 == Blob.sha256)
+        unused = [~exists().where(column == Blob.sha256) for column in blob_referrers()]
         session.execute(
             delete(Blob)
-            .where(Blob.sha256.in_(digests), ~still_used, ~uploaded)
+            .where(Blob.sha256.in_(digests), *unused)
             .execution_options(synchronize_session=False)
         )
     return len(expired)
