@@ -159,16 +159,27 @@ def read_form(request: Request) -> dict[str, str] | None:
     Called from a plain ``def`` endpoint: the body is read on the event loop
     through ``anyio.from_thread``, so the worker thread only waits for it.
     """
+    fields = read_form_lists(request)
+    return None if fields is None else {key: values[0] for key, values in fields.items()}
+
+
+def read_form_lists(
+    request: Request, limit: int = FORM_LIMIT, max_fields: int = 20
+) -> dict[str, list[str]] | None:
+    """Every value of every field of a url-encoded form body; None if unreadable
+    (another content type, over ``limit`` bytes or ``max_fields`` fields, not UTF-8)."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/x-www-form-urlencoded":
         return None
-    body = anyio.from_thread.run(_read_body, request, FORM_LIMIT)
+    body = anyio.from_thread.run(_read_body, request, limit)
     if body is None:
         return None
     try:
-        fields = parse_qs(
-            body.decode("utf-8"), keep_blank_values=True, strict_parsing=False, max_num_fields=20
+        return parse_qs(
+            body.decode("utf-8"),
+            keep_blank_values=True,
+            strict_parsing=False,
+            max_num_fields=max_fields,
         )
     except (UnicodeDecodeError, ValueError):
         return None
-    return {key: values[0] for key, values in fields.items()}
