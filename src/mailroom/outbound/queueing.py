@@ -112,8 +112,8 @@ def queue_message(
     that cannot be sent, :class:`~mailroom.errors.NotFoundError` for an unknown account.
     """
     moment = now or utcnow()
-    account = session.get(Account, account_id)
-    if account is None:
+    user_id = session.scalar(select(Account.user_id).where(Account.id == account_id))
+    if user_id is None:
         raise NotFoundError(f"There is no account with id {account_id}.")
     message_id = message_id_of(raw)
     key = id_key(message_id)
@@ -124,7 +124,7 @@ def queue_message(
     checked = check_envelope(envelope) if envelope is not None else envelope_from_headers(raw)
     due = max(send_at, moment) if send_at is not None else moment
     submission = Submission(
-        user_id=account.user_id,
+        user_id=user_id,
         account_id=account_id,
         identity_id=identity_id,
         email_id=email_id,
@@ -150,7 +150,7 @@ def queue_message(
         if found is None:
             raise
         return found
-    record_submission_change(session, account.user_id, [submission.id], "created")
+    record_submission_change(session, user_id, [submission.id], "created")
     wake_after_commit(session, chosen, due)
     return submission
 

@@ -10,12 +10,21 @@ One run of :meth:`Sender.run_lane` (the body of the ``send_<lane>`` job):
 2. **Throttled lanes** (``urgent``, ``calm`` while pacing is on): a submission
    not sent :data:`THROTTLED_WINDOW` (6 hours) after it was due goes to
    ``failed_sends``.
-3. **Due submissions, oldest due first**: on a throttled lane each takes a
-   token of the lane's bucket first (:mod:`mailroom.outbound.pace`); an empty
-   bucket ends the run (the job comes back when the next token is there) and
-   charges nobody. Then the submission is claimed — state ``sending`` and
-   ``handoff_at`` *committed before* the hand-off, by a guarded UPDATE, so two
-   workers never hand over the same message — and handed over once.
+3. **Due submissions, oldest due first, in batches** of up to :data:`BATCH`:
+   on a throttled lane the batch takes its tokens of the lane's bucket first
+   (:mod:`mailroom.outbound.pace`, as many as there is due mail; what is not
+   handed over is given back); an empty bucket ends the run (the job comes
+   back when the next token is there) and charges nobody. One statement claims
+   the batch — state ``sending``, rows locked ``FOR UPDATE SKIP LOCKED`` on
+   PostgreSQL (SQLite has one writer anyway), so two workers never claim the
+   same message. Then each one in turn gets its ``handoff_at`` *committed
+   before* its hand-off (in the transaction that also commits the outcome of
+   the one before), and is handed over once.
+
+A claimed submission without ``handoff_at`` was never handed over: one whose
+worker died before its turn is queued again by the sweep after
+:data:`CLAIM_LEASE`, and a worker whose claim went stale that way finds out
+when it tries to start it (the start is guarded by the claim's moment).
 
 The outcome of one hand-off::
 
@@ -40,11 +49,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import Table, and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
@@ -60,6 +69,8 @@ from mailroom.store.engine import Store
 from mailroom.store.models import Account, Blob, FailedSend, Submission, utcnow
 
 __all__ = [
+    "BATCH",
+    "CLAIM_LEASE",
     "HANDOFF_TIMEOUT",
     "MAX_ATTEMPTS",
     "THROTTLED_WINDOW",
@@ -75,9 +86,30 @@ MAX_ATTEMPTS = 3  # unthrottled lanes (SPEC §11)
 THROTTLED_WINDOW = timedelta(hours=6)  # throttled lanes retry this long after being due
 # Longer than any hand-off can last (SMTP waits up to 10 minutes for the reply to DATA).
 HANDOFF_TIMEOUT = timedelta(minutes=30)
+# Claimed but never started (its worker died before its turn): queued again after this.
+CLAIM_LEASE = timedelta(minutes=5)
+BATCH = 50  # submissions claimed per transaction
 SLOW_DOWN = timedelta(minutes=1)  # the lane's pause after a server asked to slow down
 
 TransportFactory = Callable[[Session, Account, Settings], Transport]
+
+# The statements run once per message, built once, on the tables (no ORM bookkeeping).
+_TABLE = cast(Table, Submission.__table__)
+_COLUMNS = _TABLE.c
+_START = (
+    update(_TABLE)
+    .where(
+        _COLUMNS.id == bindparam("sid"),
+        _COLUMNS.state == "sending",
+        _COLUMNS.handoff_at.is_(None),
+        _COLUMNS.updated_at == bindparam("claimed", type_=_COLUMNS.updated_at.type),
+    )
+    .values(
+        handoff_at=bindparam("moment", type_=_COLUMNS.handoff_at.type),
+        updated_at=bindparam("moment", type_=_COLUMNS.updated_at.type),
+    )
+)
+_RAW = select(Blob.__table__.c.data).where(Blob.__table__.c.sha256 == bindparam("sha"))
 
 
 def attempt_backoff(attempts: int) -> timedelta:
@@ -92,22 +124,37 @@ def deferral_pause(deferrals: int) -> timedelta:
 
 @dataclass(frozen=True)
 class _Claim:
-    """What one hand-off needs, read when the submission was claimed (ids, not entities)."""
+    """What one hand-off needs, read when the submission was claimed (ids, not entities).
+
+    ``raw`` and ``handoff_at`` are filled when its hand-off starts (:meth:`Sender._start`).
+    """
 
     id: int
     user_id: int
     account_id: int
+    lane: str
     message_id: str
-    raw: bytes
+    raw_sha256: str
     envelope: dict[str, Any]
     attempts: int
     deferrals: int
     due: datetime  # send_at: the throttled window runs from here
-    handoff_at: datetime
+    claimed_at: datetime
+    raw: bytes = b""
+    handoff_at: datetime | None = None
 
     @property
     def recipients(self) -> list[str]:
         return [str(item["email"]) for item in self.envelope.get("rcptTo", [])]
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What came of one hand-off: the submission's new values, and a failed-sends entry."""
+
+    values: dict[str, Any]
+    reason: str | None = None  # set: the submission failed (``failed_sends``)
+    sent: bool = False
 
 
 @dataclass
@@ -131,6 +178,40 @@ def _status(recipients: Sequence[str], reply: str, delivered: str) -> dict[str, 
     return {
         r: {"smtpReply": reply, "delivered": delivered, "displayed": "unknown"} for r in recipients
     }
+
+
+def _failure(
+    recipients: Sequence[str],
+    reason: str,
+    code: int | None,
+    reply: str | None,
+    attempts: int,
+    delivered: str = "no",
+) -> dict[str, Any]:
+    """The values of a submission that failed."""
+    return {
+        "state": "failed",
+        "next_attempt_at": None,
+        "last_code": code,
+        "last_error": reason[:2000],
+        "delivery_status": _status(recipients, reply or f"{code or 554} {reason}", delivered),
+        "attempts": attempts,
+    }
+
+
+def _put_back(
+    claim: _Claim, error: BaseException, code: int, reply: str, at: datetime, **counted: int
+) -> _Outcome:
+    """Queued again for ``at``, with the failure's reply and the count it adds."""
+    values = {
+        "state": "queued",
+        "next_attempt_at": at,
+        "last_code": code,
+        "last_error": str(error)[:2000],
+        "delivery_status": _status(claim.recipients, reply, "queued"),
+        **counted,
+    }
+    return _Outcome(values)
 
 
 def _reply_of(error: BaseException, default_code: int) -> tuple[int, str]:
@@ -187,73 +268,152 @@ class Sender:
         run = _Run()
         try:
             while not run.stop and (limit is None or run.handed < limit):
-                candidate = self._next_due(lane)
-                if candidate is None:
+                want = BATCH if limit is None else min(BATCH, limit - run.handed)
+                claims = self._claim_batch(lane, want, paced)
+                if not claims:
                     break
-                if paced:
-                    wait = self.pace.take(lane, self.clock())
-                    if wait > 0:
-                        self.lane_pause[lane] = wait
-                        break
-                claim = self._claim(candidate)
-                if claim is None:  # another worker was faster
-                    if paced:
-                        self.pace.give_back(lane, self.clock())
-                    continue
-                run.handed += 1
-                self._hand_over(claim, lane, paced, run)
+                self._hand_over_batch(claims, paced, run)
         finally:
             run.close()
         return run.handed
 
-    def _next_due(self, lane: str) -> int | None:
-        with self.store.session() as session:
-            return session.scalar(
-                select(Submission.id)
-                .where(
-                    Submission.lane == lane,
-                    Submission.state.in_(WAITING),
-                    Submission.next_attempt_at <= self.clock(),
-                )
-                .order_by(Submission.next_attempt_at, Submission.id)
-                .limit(1)
-            )
+    def _claim_batch(self, lane: str, want: int, paced: bool) -> list[_Claim]:
+        """Claim up to ``want`` due submissions (on a throttled lane: as many as it has tokens)."""
+        now = self.clock()
+        if paced:
+            due = self._due_count(lane, want, now)
+            if not due:
+                return []
+            want, wait = self.pace.take_up_to(lane, now, due)
+            if not want:
+                self.lane_pause[lane] = wait
+                return []
+        claims = self._claim(lane, want, now)
+        if paced and len(claims) < want:  # another worker was faster
+            self.pace.give_back(lane, self.clock(), want - len(claims))
+        return claims
 
-    def _claim(self, submission_id: int) -> _Claim | None:
-        """Commit ``sending`` and the hand-off moment before anything is handed over."""
-        moment = self.clock()
+    def _due_query(self, lane: str, count: int, moment: datetime) -> Any:
+        return (
+            select(Submission.id)
+            .where(
+                Submission.lane == lane,
+                Submission.state.in_(WAITING),
+                Submission.next_attempt_at <= moment,
+            )
+            .order_by(Submission.next_attempt_at, Submission.id)
+            .limit(count)
+        )
+
+    def _due_count(self, lane: str, count: int, moment: datetime) -> int:
         with self.store.session() as session:
+            return len(session.scalars(self._due_query(lane, count, moment)).all())
+
+    def _claim(self, lane: str, count: int, moment: datetime) -> list[_Claim]:
+        """Commit up to ``count`` due submissions as ``sending`` (not yet started), oldest first."""
+        with self.store.session() as session:
+            due = self._due_query(lane, count, moment)
+            if session.get_bind().dialect.name == "postgresql":
+                due = due.with_for_update(skip_locked=True)
             result = session.execute(
                 update(Submission)
-                .where(
-                    Submission.id == submission_id,
-                    Submission.state.in_(WAITING),
-                    Submission.next_attempt_at <= moment,
+                .where(Submission.id.in_(due), Submission.state.in_(WAITING))
+                .values(state="sending", handoff_at=None, updated_at=moment)
+                .returning(
+                    Submission.id,
+                    Submission.user_id,
+                    Submission.account_id,
+                    Submission.message_id,
+                    Submission.raw_sha256,
+                    Submission.envelope,
+                    Submission.attempts,
+                    Submission.deferrals,
+                    Submission.send_at,
+                    Submission.next_attempt_at,
                 )
-                .values(state="sending", handoff_at=moment, updated_at=moment)
                 .execution_options(synchronize_session=False)
             )
-            if not result.rowcount:  # type: ignore[attr-defined]
-                return None
-            row = session.execute(
-                select(Submission, Blob.data)
-                .join(Blob, Blob.sha256 == Submission.raw_sha256)
-                .where(Submission.id == submission_id)
-            ).one()
-            submission: Submission = row[0]
-            record_submission_change(session, submission.user_id, [submission_id])
-            return _Claim(
-                id=submission_id,
-                user_id=submission.user_id,
-                account_id=submission.account_id,
-                message_id=submission.message_id,
-                raw=row[1],
-                envelope=dict(submission.envelope),
-                attempts=submission.attempts,
-                deferrals=submission.deferrals,
-                due=submission.send_at,
-                handoff_at=moment,
+            rows = sorted(result, key=lambda row: (row.next_attempt_at, row.id))
+            by_user: dict[int, list[int]] = {}
+            for row in rows:
+                by_user.setdefault(row.user_id, []).append(row.id)
+            for user_id, ids in by_user.items():
+                record_submission_change(session, user_id, ids)
+        return [
+            _Claim(
+                id=row.id,
+                user_id=row.user_id,
+                account_id=row.account_id,
+                lane=lane,
+                message_id=row.message_id,
+                raw_sha256=row.raw_sha256,
+                envelope=dict(row.envelope),
+                attempts=row.attempts,
+                deferrals=row.deferrals,
+                due=row.send_at,
+                claimed_at=moment,
             )
+            for row in rows
+        ]
+
+    def _start(self, session: Session, claim: _Claim) -> _Claim | None:
+        """Set the hand-off moment of a claim still ours, and read its bytes (None: not ours)."""
+        moment = self.clock()
+        connection = session.connection()
+        params = {"sid": claim.id, "claimed": claim.claimed_at, "moment": moment}
+        if not connection.execute(_START, params).rowcount:
+            return None
+        raw = connection.execute(_RAW, {"sha": claim.raw_sha256}).scalar()
+        return replace(claim, raw=bytes(raw or b""), handoff_at=moment)
+
+    def _hand_over_batch(self, claims: list[_Claim], paced: bool, run: _Run) -> None:
+        """Start, hand over and settle each claim in turn, one transaction per message.
+
+        The outcome of one hand-off commits together with the start of the next;
+        the after-sent hooks run once that commit is done.
+        """
+        pending: tuple[_Claim, _Outcome] | None = None
+        for index, claim in enumerate(claims):
+            if run.stop:  # the server asked to slow down: the rest waits, uncharged
+                self._release(claims[index:], paced)
+                break
+            with self.store.session() as session:
+                sent = self._write(session, *pending) if pending is not None else None
+                started = self._start(session, claim)
+            pending = None
+            if sent is not None:
+                self._after_sent(sent)
+            if started is None:  # the sweep took the claim for stale: it is queued again
+                if paced:
+                    self.pace.give_back(claim.lane, self.clock())
+                continue
+            run.handed += 1
+            pending = (started, self._hand_over(started, paced, run))
+        if pending is not None:
+            with self.store.session() as session:
+                sent = self._write(session, *pending)
+            if sent is not None:
+                self._after_sent(sent)
+
+    def _release(self, claims: list[_Claim], paced: bool) -> None:
+        """Queue claims never started again as they were (no attempt, no deferral)."""
+        with self.store.session() as session:
+            for claim in claims:
+                result = session.execute(
+                    update(Submission)
+                    .where(
+                        Submission.id == claim.id,
+                        Submission.state == "sending",
+                        Submission.handoff_at.is_(None),
+                        Submission.updated_at == claim.claimed_at,
+                    )
+                    .values(state="queued", updated_at=self.clock())
+                    .execution_options(synchronize_session=False)
+                )
+                if result.rowcount:  # type: ignore[attr-defined]
+                    record_submission_change(session, claim.user_id, [claim.id])
+        if paced and claims:
+            self.pace.give_back(claims[0].lane, self.clock(), len(claims))
 
     def _transport(self, account_id: int, run: _Run) -> Transport:
         transport = run.transports.get(account_id)
@@ -266,8 +426,8 @@ class Sender:
             run.transports[account_id] = transport
         return transport
 
-    def _hand_over(self, claim: _Claim, lane: str, paced: bool, run: _Run) -> None:
-        """Hand one claimed submission over and commit what came of it (module docstring)."""
+    def _hand_over(self, claim: _Claim, paced: bool, run: _Run) -> _Outcome:
+        """Hand one started submission over; what came of it (module docstring)."""
         try:
             transport = self._transport(claim.account_id, run)
             mail_from = str(claim.envelope.get("mailFrom", {}).get("email", ""))
@@ -276,42 +436,53 @@ class Sender:
             )
         except RefusedError as error:
             code, reply = _reply_of(error, 550)
-            self._fail(claim, str(error), code, reply)
+            return self._fail(claim, str(error), code, reply)
         except (AuthError, ConfigError) as error:  # the account needs its owner
-            self._fail(claim, str(error))
+            return self._fail(claim, str(error))
         except TransientError as error:
             if isinstance(error, RateLimitError):  # the server asked the lane to slow down
                 run.stop = True
-                self.lane_pause[lane] = float(error.retry_after or SLOW_DOWN.total_seconds())
-            if paced:
-                self._defer(claim, error)
-            else:
-                self._count_attempt(claim, error)
+                pause = float(error.retry_after or SLOW_DOWN.total_seconds())
+                self.lane_pause[claim.lane] = pause
+            return self._defer(claim, error) if paced else self._count_attempt(claim, error)
         except Exception as error:  # a transport's bug: counted, so it ends in the failed list
             log.exception("Sending submission %s failed unexpectedly", claim.id)
             broken = run.transports.pop(claim.account_id, None)
             if broken is not None:
                 _Run({claim.account_id: broken}).close()
-            self._count_attempt(claim, error)
-        else:
-            self._sent(claim, result)
+            return self._count_attempt(claim, error)
+        return self._sent(claim, result)
 
     # -- outcomes ------------------------------------------------------------------
 
-    def _settle(self, session: Session, claim: _Claim, **values: Any) -> bool:
-        """Apply an outcome to the hand-off ``claim`` made (not to a later one); whether it did."""
-        result = session.execute(
-            update(Submission)
-            .where(Submission.id == claim.id, Submission.handoff_at == claim.handoff_at)
-            .values(updated_at=self.clock(), **values)
-            .execution_options(synchronize_session=False)
+    def _write(self, session: Session, claim: _Claim, outcome: _Outcome) -> int | None:
+        """Commit an outcome to the hand-off ``claim`` made (not a later one); its id when sent."""
+        result = session.connection().execute(
+            update(_TABLE)
+            .where(_COLUMNS.id == claim.id, _COLUMNS.handoff_at == claim.handoff_at)
+            .values(updated_at=self.clock(), **outcome.values)
         )
-        if not result.rowcount:  # type: ignore[attr-defined]
-            return False
+        if not result.rowcount:
+            return None
         record_submission_change(session, claim.user_id, [claim.id])
-        return True
+        if outcome.reason is not None:
+            self._record_failure(
+                session,
+                claim.id,
+                claim.lane,
+                outcome.values["attempts"],
+                outcome.reason,
+                outcome.values["last_code"],
+            )
+        if not outcome.sent:
+            return None
+        # A hand-off the sweep took for unknown (a very slow server) did deliver after all.
+        assert claim.handoff_at is not None
+        if self.clock() - claim.handoff_at >= HANDOFF_TIMEOUT:
+            session.execute(delete(FailedSend).where(FailedSend.submission_id == claim.id))
+        return claim.id
 
-    def _sent(self, claim: _Claim, result: SendResult) -> None:
+    def _sent(self, claim: _Claim, result: SendResult) -> _Outcome:
         accepted = {key.lower(): reply for key, reply in result.accepted.items()}
         refused = {key.lower(): value for key, value in result.refused.items()}
         status: dict[str, Any] = {}
@@ -321,22 +492,15 @@ class Sender:
             else:
                 reply = accepted.get(recipient.lower()) or next(iter(accepted.values()), "250")
                 status.update(_status([recipient], reply, "queued"))
-        with self.store.session() as session:
-            # A hand-off the sweep took for unknown (a very slow server) did deliver after all.
-            settled = self._settle(
-                session,
-                claim,
-                state="sent",
-                sent_at=self.clock(),
-                next_attempt_at=None,
-                last_code=250,
-                last_error=None,
-                delivery_status=status,
-            )
-            if settled and self.clock() - claim.handoff_at >= HANDOFF_TIMEOUT:
-                session.execute(delete(FailedSend).where(FailedSend.submission_id == claim.id))
-        if settled:
-            self._after_sent(claim.id)
+        values = {
+            "state": "sent",
+            "sent_at": self.clock(),
+            "next_attempt_at": None,
+            "last_code": 250,
+            "last_error": None,
+            "delivery_status": status,
+        }
+        return _Outcome(values, sent=True)
 
     def _after_sent(self, submission_id: int) -> None:
         for hook in list(AFTER_SENT):
@@ -354,55 +518,26 @@ class Sender:
         reply: str | None = None,
         *,
         attempts: int | None = None,
-    ) -> None:
-        with self.store.session() as session:
-            self._fail_in(
-                session, claim.id, reason, claim=claim, code=code, reply=reply, attempts=attempts
-            )
+    ) -> _Outcome:
+        values = _failure(
+            claim.recipients, reason, code, reply, claim.attempts if attempts is None else attempts
+        )
+        return _Outcome(values, reason=reason)
 
-    def _fail_in(
+    def _record_failure(
         self,
         session: Session,
         submission_id: int,
+        lane: str,
+        attempts: int,
         reason: str,
-        *,
-        claim: _Claim | None = None,
-        code: int | None = None,
-        reply: str | None = None,
-        attempts: int | None = None,
-        delivered: str = "no",
+        code: int | None,
     ) -> None:
-        """Move one submission to ``failed`` and onto the failed-sends list (in ``session``).
-
-        With ``claim`` only when the submission is still in that hand-off.
-        """
-        row = session.get(Submission, submission_id)
-        if row is None:
-            return
-        recipients = [str(item["email"]) for item in row.envelope.get("rcptTo", [])]
-        values: dict[str, Any] = {
-            "state": "failed",
-            "next_attempt_at": None,
-            "last_code": code,
-            "last_error": reason[:2000],
-            "delivery_status": _status(recipients, reply or f"{code or 554} {reason}", delivered),
-            "attempts": row.attempts if attempts is None else attempts,
-        }
-        if claim is not None:
-            if not self._settle(session, claim, **values):
-                return
-        else:
-            session.execute(
-                update(Submission)
-                .where(Submission.id == submission_id)
-                .values(updated_at=self.clock(), **values)
-                .execution_options(synchronize_session=False)
-            )
-            record_submission_change(session, row.user_id, [submission_id])
+        """Put one failed submission on the failed-sends list (in ``session``)."""
         failed = {
             "submission_id": submission_id,
-            "lane": row.lane,
-            "attempts": values["attempts"],
+            "lane": lane,
+            "attempts": attempts,
             "code": code,
             "reason": reason[:2000],
             "failed_at": self.clock(),
@@ -410,102 +545,128 @@ class Sender:
         insert_ignoring_conflicts(session, FailedSend, [failed], conflict=["submission_id"])
         log.warning("Submission %s failed: %s", submission_id, reason)
 
-    def _defer(self, claim: _Claim, error: TransientError) -> None:
+    def _fail_in(
+        self,
+        session: Session,
+        submission_id: int,
+        reason: str,
+        *,
+        reply: str | None = None,
+        delivered: str = "no",
+    ) -> None:
+        """Move one submission found by the sweep to ``failed`` and the failed-sends list."""
+        row = session.get(Submission, submission_id)
+        if row is None:
+            return
+        recipients = [str(item["email"]) for item in row.envelope.get("rcptTo", [])]
+        values = _failure(recipients, reason, None, reply, row.attempts, delivered)
+        session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id)
+            .values(updated_at=self.clock(), **values)
+            .execution_options(synchronize_session=False)
+        )
+        record_submission_change(session, row.user_id, [submission_id])
+        self._record_failure(session, submission_id, row.lane, row.attempts, reason, None)
+
+    def _defer(self, claim: _Claim, error: TransientError) -> _Outcome:
         """A throttled lane's temporary failure: wait and try again, not an attempt."""
         now = self.clock()
         code, reply = _reply_of(error, 451)
         deadline = claim.due + THROTTLED_WINDOW
         if now >= deadline:
-            self._fail(claim, _window_closed(str(error)), code, reply)
-            return
+            return self._fail(claim, _window_closed(str(error)), code, reply)
         deferrals = claim.deferrals + 1
         retry_after = getattr(error, "retry_after", None)
         pause = timedelta(seconds=float(retry_after)) if retry_after else deferral_pause(deferrals)
-        self._put_back(claim, error, code, reply, min(now + pause, deadline), deferrals=deferrals)
+        return _put_back(claim, error, code, reply, min(now + pause, deadline), deferrals=deferrals)
 
-    def _count_attempt(self, claim: _Claim, error: BaseException) -> None:
+    def _count_attempt(self, claim: _Claim, error: BaseException) -> _Outcome:
         """An unthrottled lane's failure (or any lane's bug): one attempt of three."""
         now = self.clock()
         code, reply = _reply_of(error, 451)
         attempts = claim.attempts + 1
         if attempts >= MAX_ATTEMPTS:
             reason = f"Gave up after {attempts} attempts (the last: {str(error).rstrip('.')})."
-            self._fail(claim, reason, code, reply, attempts=attempts)
-            return
+            return self._fail(claim, reason, code, reply, attempts=attempts)
         pause = attempt_backoff(attempts)
         retry_after = getattr(error, "retry_after", None)
         if retry_after:
             pause = max(pause, timedelta(seconds=float(retry_after)))
-        self._put_back(claim, error, code, reply, now + pause, attempts=attempts)
-
-    def _put_back(
-        self,
-        claim: _Claim,
-        error: BaseException,
-        code: int,
-        reply: str,
-        at: datetime,
-        **counted: int,
-    ) -> None:
-        """Queue the submission again for ``at``, with the failure's reply and the count it adds."""
-        with self.store.session() as session:
-            self._settle(
-                session,
-                claim,
-                state="queued",
-                next_attempt_at=at,
-                last_code=code,
-                last_error=str(error)[:2000],
-                delivery_status=_status(claim.recipients, reply, "queued"),
-                **counted,
-            )
+        return _put_back(claim, error, code, reply, now + pause, attempts=attempts)
 
     # -- sweeps at the start of a run ------------------------------------------------
 
     def _sweep(self, lane: str, paced: bool) -> None:
-        """Steps 1 and 2: fail unknown hand-offs and (throttled lanes) mail past its window."""
+        """Steps 1 and 2: fail unknown hand-offs and (throttled lanes) mail past its window.
+
+        Stale claims (never started) are queued again.
+        """
         now = self.clock()
-        unknown = (Submission.state == "sending") & (Submission.handoff_at <= now - HANDOFF_TIMEOUT)
+        sending = Submission.state == "sending"
+        unknown = sending & (Submission.handoff_at <= now - HANDOFF_TIMEOUT)
+        stale = (
+            sending & Submission.handoff_at.is_(None) & (Submission.updated_at <= now - CLAIM_LEASE)
+        )
         late = Submission.state.in_(WAITING) & (Submission.send_at <= now - THROTTLED_WINDOW)
+        wanted = or_(unknown, stale, late) if paced else or_(unknown, stale)
         with self.store.session() as session:
             rows = session.execute(
                 select(
-                    Submission.id, Submission.state, Submission.handoff_at, Submission.last_error
+                    Submission.id,
+                    Submission.user_id,
+                    Submission.state,
+                    Submission.handoff_at,
+                    Submission.last_error,
                 )
-                .where(Submission.lane == lane, or_(unknown, late) if paced else unknown)
+                .where(Submission.lane == lane, wanted)
                 .order_by(Submission.id)
             ).all()
             for row in rows:
                 if row.state != "sending":
                     last = row.last_error or f"the {lane} lane's pace left no room"
                     self._fail_in(session, row.id, _window_closed(last))
-                    continue
-                reason = (
-                    f"The worker stopped while handing this message over at "
-                    f"{row.handoff_at:%Y-%m-%d %H:%M} UTC, so the server may have accepted it "
-                    "and it is not sent again on its own (ask the recipient, then "
-                    f"`mailroom outbound retry {row.id}` if it is missing)."
-                )
-                self._fail_in(
-                    session, row.id, reason, reply="451 4.4.0 hand-off", delivered="unknown"
-                )
+                elif row.handoff_at is None:  # claimed by a worker that died before its turn
+                    session.execute(
+                        update(Submission)
+                        .where(Submission.id == row.id)
+                        .values(state="queued", updated_at=now)
+                        .execution_options(synchronize_session=False)
+                    )
+                    record_submission_change(session, row.user_id, [row.id])
+                else:
+                    reason = (
+                        f"The worker stopped while handing this message over at "
+                        f"{row.handoff_at:%Y-%m-%d %H:%M} UTC, so the server may have accepted "
+                        "it and it is not sent again on its own (ask the recipient, then "
+                        f"`mailroom outbound retry {row.id}` if it is missing)."
+                    )
+                    self._fail_in(
+                        session, row.id, reason, reply="451 4.4.0 hand-off", delivered="unknown"
+                    )
 
     # -- for the job and the duty ----------------------------------------------------
 
     def next_due(self, lane: str) -> datetime | None:
-        """When ``lane`` has work next: a waiting submission due, or a hand-off turning unknown."""
+        """When ``lane`` has work next: due mail, a hand-off turning unknown, a claim gone stale."""
+        sending = Submission.state == "sending"
         with self.store.session() as session:
-            waiting = session.scalar(
-                select(func.min(Submission.next_attempt_at)).where(
-                    Submission.lane == lane, Submission.state.in_(WAITING)
-                )
-            )
-            handoff = session.scalar(
-                select(func.min(Submission.handoff_at)).where(
-                    Submission.lane == lane, Submission.state == "sending"
-                )
-            )
-        moments = [waiting, handoff + HANDOFF_TIMEOUT if handoff is not None else None]
+            waiting, handoff, claimed = session.execute(
+                select(
+                    func.min(case((Submission.state.in_(WAITING), Submission.next_attempt_at))),
+                    func.min(case((sending, Submission.handoff_at))),
+                    func.min(
+                        case(
+                            (and_(sending, Submission.handoff_at.is_(None)), Submission.updated_at)
+                        )
+                    ),
+                ).where(Submission.lane == lane, Submission.state.in_((*WAITING, "sending")))
+            ).one()
+        moments = [
+            waiting,
+            handoff + HANDOFF_TIMEOUT if handoff is not None else None,
+            claimed + CLAIM_LEASE if claimed is not None else None,
+        ]
         return min((m for m in moments if m is not None), default=None)
 
     def lanes_with_work(self) -> list[str]:
