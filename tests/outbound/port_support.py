@@ -4,7 +4,7 @@
 identity alias@example.org); ``eve`` owns eve@example.org. The port listens
 on a free loopback port with STARTTLS on a self-signed certificate, and
 checks passwords with a lock-out of 3 failures per name inside 15 minutes on
-a clock the test moves.
+a clock the test moves (``tests.outbound.core_support.Clock``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 import smtplib
 import ssl
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +25,9 @@ from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Identity, Submission
 from tests.jmap.conftest import self_signed
+from tests.outbound.core_support import Clock
 
 POLICY = LockoutPolicy(max_failures_per_name=3, max_failures_per_address=10)
-
-
-@dataclass
-class Clock:
-    """A clock the test moves by hand."""
-
-    now: datetime = field(default_factory=lambda: datetime(2024, 5, 1, 12, 0, tzinfo=UTC))
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, delta: timedelta) -> None:
-        """Move time forward."""
-        self.now += delta
 
 
 def add_people(store: Store) -> None:

@@ -359,9 +359,8 @@ class SubmissionPort:
     ) -> str:
         """Queue one submitted message; the SMTP reply (one sentence either way)."""
         try:
-            message = prepare(
-                raw, client=client, helo=helo, by=self.name, tls=tls, now=self.clock()
-            )
+            now = self.clock()
+            message = prepare(raw, client=client, helo=helo, by=self.name, tls=tls, now=now)
             with self.store.session() as session:
                 user = session.get(User, principal.user_id)
                 own = sending_identities(session, user) if user is not None else {}
@@ -380,6 +379,7 @@ class SubmissionPort:
                     },
                     kind=message.kind,
                     identity_id=identity.id,
+                    now=now,
                 )
                 session.flush()
                 submission_id = submission.id
