@@ -13,7 +13,8 @@ the ``--attach`` files in a multipart/mixed) and queued with
 (per ``MAILROOM_LANE_KINDS``; unknown kinds go ``calm``) or the ``--lane``
 given. The submission id is printed alone on standard output, so a script
 can keep it (``id=$(mailroom send ...)``); the lane workers of ``mailroom
-serve`` (or ``mailroom worker``) send it.
+serve`` (or ``mailroom worker``) send it, woken at once: the commit enqueues
+the lane's job in the queues they share (:func:`mailroom.jobs.sending.waking`).
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ def send_command(
         raise ConfigError("Give at least one recipient with --to, --cc or --bcc.")
     files = [_attachment(path) for path in attach]
     body = _body(bool(files))
-    with app.existing_store.session() as session:
+    from mailroom.jobs.sending import waking  # the engine's lane job starts at once
+
+    store = app.existing_store
+    with waking(store, app.settings), store.session() as session:
         user = get_user(session, owner)
         identity = choose_identity(session, user, address=sender, account_name=account)
         headers = [
