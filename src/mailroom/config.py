@@ -13,7 +13,8 @@
 ``MAILROOM_SIGNIN_MAX_FAILURES`` / ``..._PER_ADDRESS`` / ``MAILROOM_SIGNIN_LOCKOUT_MINUTES``
                            the sign-in lock-out (10 per name, 30 per address, in
                            15 minutes); ``MAILROOM_WEB_SESSION_DAYS`` (30) how
-                           long a web sign-in lasts.
+                           long a web sign-in lasts; ``MAILROOM_WEB_UNDO_SECONDS``
+                           (10) how long mail sent from the web page can be undone.
 ``MAILROOM_CORS_ORIGINS``  web pages (comma-separated origins such as
                            ``https://webmail.example.org``) that may use JMAP from
                            another site; any other Origin is refused (403).
@@ -107,6 +108,7 @@ class Settings:
     signin_max_failures_per_address: int = 30
     signin_lockout_minutes: int = 15
     web_session_days: int = 30  # a web sign-in lasts this long, then asks again
+    web_undo_seconds: int = 10  # the web page's undo-send window (at least the JMAP one)
     cors_origins: str = ""  # MAILROOM_CORS_ORIGINS: origins of web JMAP clients (CORS)
     # MAILROOM_PUSH_ALLOW_HTTP=1: JMAP push subscriptions may use http URLs (test set-ups
     # only; the receiver must still pass the SSRF guard and its allow-list).
