@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
 import pytest
 from sqlalchemy import select
 
@@ -312,6 +316,20 @@ def _wait_for_workers(ahead: LookAhead) -> None:
         time.sleep(0.01)
 
 
+def _wait_until_broken(pool: ProcessPoolExecutor) -> None:
+    """Wait until the executor has noticed that its workers died (a job sent now fails).
+
+    Until it has, a job is still accepted and fails only later: the look-ahead
+    would then start its new pool one page late, and the last page would not come
+    from a worker.
+    """
+    try:
+        pool.submit(os.getpid).result(timeout=60)
+    except BrokenProcessPool:
+        return
+    pytest.fail("The pool still ran a job after its workers were killed.")
+
+
 def _append(mailbox: Mailbox, prefix: str, count: int) -> None:
     """Append ``count`` messages to INBOX (Message-IDs ``<prefix>-<i>@x``)."""
     with mailbox.client() as client:
@@ -356,7 +374,6 @@ def test_a_look_ahead_whose_worker_died_starts_a_new_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A killed parse worker is replaced: later pages come fetched ahead again; nothing is lost."""
-    import os
     import signal
 
     from mailroom.providers.imap.login import account_connection
@@ -374,6 +391,7 @@ def test_a_look_ahead_whose_worker_died_starts_a_new_one(
         assert pool is not None
         for pid in list(pool._processes):  # the worker dies (killed, out of memory)
             os.kill(pid, signal.SIGKILL)
+        _wait_until_broken(pool)
         while import_page(store, account, settings=settings, connection=conn):  # 200s, 50
             _wait_for_workers(ahead)
         assert ahead.restarts == 1
