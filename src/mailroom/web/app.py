@@ -6,6 +6,7 @@
 ``POST /signout``              ends this browser's session
 ``GET  /``                     the Inbox (``?tab=``), ``/mail/{box}`` the other
                                sidebar boxes, ``/label/{id}`` a user label
+``GET  /search?q=``            the threads matching a search (``searching``)
 ``GET  /threads/{id}``         one thread of theirs
 ``GET  /messages/{id}/html``   a message's sanitized HTML for the sandboxed frame
 ``/static/...``                scripts, styles and the vendored htmx (open)
@@ -36,6 +37,7 @@ from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.health import health
 from mailroom.web.pages.mail import message_html, thread_page
 from mailroom.web.pages.mailbox import box, inbox, label
+from mailroom.web.pages.search import search
 from mailroom.web.pages.signin import signin, signin_form, signout
 from mailroom.web.sessions import DEFAULT_LIFETIME
 
@@ -67,6 +69,7 @@ def create_app(
             Route("/", inbox, methods=["GET"]),
             Route("/mail/{box}", box, methods=["GET"]),
             Route("/label/{label_id:int}", label, methods=["GET"]),
+            Route("/search", search, methods=["GET"]),
             Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
             Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),

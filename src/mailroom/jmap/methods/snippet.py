@@ -97,6 +97,13 @@ def _compile(patterns: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in ordered), re.IGNORECASE)
 
 
+def mark_patterns(node: object) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """What a filter marks: the pattern for subjects and the one for previews (None: nothing)."""
+    marks = Marks()
+    _collect(node, marks)
+    return _compile(marks.subject), _compile(marks.preview)
+
+
 def _pieces(text: str, pattern: re.Pattern[str]) -> list[tuple[str, bool]]:
     """``text`` cut into (piece, matched) runs."""
     pieces: list[tuple[str, bool]] = []
@@ -176,9 +183,7 @@ def snippet_get(context: Context, session: Session, args: dict[str, Any]) -> dic
         raise MethodError("requestTooLarge", "Too many emailIds in one call.")
     node = args.get("filter")
     _check_filter(context, session, user_id, node)
-    marks = Marks()
-    _collect(node, marks)
-    subject_pattern, preview_pattern = _compile(marks.subject), _compile(marks.preview)
+    subject_pattern, preview_pattern = mark_patterns(node)
     parsed = {value: ids.parse_email(value) for value in wanted}
     wanted_ids = [m for m in parsed.values() if m is not None]
     body_column = MessageBody.text_body if preview_pattern is not None else None
