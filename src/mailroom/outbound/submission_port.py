@@ -108,10 +108,13 @@ def _peer_address(session: Session) -> str | None:
 
 
 def _is_loopback(address: str | None) -> bool:
+    """Whether the client is on this machine (an IPv4 client of a dual-stack port too)."""
     try:
-        return ipaddress.ip_address((address or "").split("%")[0]).is_loopback
+        ip = ipaddress.ip_address((address or "").split("%")[0])
     except ValueError:
         return False
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return (mapped or ip).is_loopback
 
 
 class _Handler:
@@ -232,8 +235,7 @@ class _Handler:
         principal = session.auth_data
         if not session.authenticated or not isinstance(principal, Principal):
             return NEED_AUTH
-        content = envelope.content
-        raw = content if isinstance(content, bytes) else str(content or "").encode()
+        raw = envelope.original_content or b""
         peer = _peer_address(session) or "unknown"
         self.port.busy += 1
         try:
