@@ -221,11 +221,18 @@ class Operations:
         threads = sorted(set(thread_ids))
         ids = self.messages_of_threads(threads)
         changed = self.change_labels(ids, [self.role("snoozed")], [self.role("inbox")], "snooze")
+        self.set_wake_time(threads, until)
+        return changed
+
+    def set_wake_time(self, thread_ids: Iterable[int], until: datetime | None) -> None:
+        """Set (None: clear) when snoozed threads wake, labels untouched (an undo of a snooze
+        puts the labels back itself); NotFoundError for a thread not the user's."""
+        threads = sorted(set(thread_ids))
+        self.messages_of_threads(threads)
         self.session.execute(
             update(Thread).where(Thread.id.in_(threads)).values(snoozed_until=until)
         )
         changelog.record(self.session, self.user_id, "Thread", threads, "updated")
-        return changed
 
     def wake(self, thread_ids: Iterable[int]) -> list[int]:
         """Return snoozed threads to the Inbox and mark their newest message unread."""

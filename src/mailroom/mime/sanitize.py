@@ -39,7 +39,7 @@ from functools import partial
 
 import nh3
 
-__all__ = ["sanitize_html", "ALLOWED_TAGS", "STYLE_PROPERTIES"]
+__all__ = ["sanitize_html", "rewrite_images", "ALLOWED_TAGS", "STYLE_PROPERTIES"]
 
 # fmt: off
 ALLOWED_TAGS: frozenset[str] = frozenset(
@@ -172,6 +172,32 @@ def _build_cleaner() -> Callable[[str], str]:
 
 
 _CLEAN = _build_cleaner()
+
+
+def rewrite_images(html: str, replace: Callable[[str], str | None]) -> str:
+    """Sanitize ``html`` again with every ``img src`` passed through ``replace`` (None drops it).
+
+    For the renderer: it blocks remote images (dropping their ``src``) or points ``cid:``
+    ones at the part they name. The output obeys the same policy as :func:`sanitize_html`
+    (a URL ``replace`` returns must itself pass it); never raises (escaped text on failure).
+    """
+
+    def attribute_filter(tag: str, attr: str, value: str) -> str | None:
+        kept = _attribute_filter(tag, attr, value)
+        if kept is None or tag != "img" or attr != "src":
+            return kept
+        try:
+            new = replace(kept)
+        except Exception:
+            return None
+        return None if new is None else _attribute_filter(tag, attr, new)
+
+    try:
+        if not html:
+            return ""
+        return nh3.clean(html, **{**_KWARGS, "attribute_filter": attribute_filter})  # type: ignore[arg-type]
+    except Exception:
+        return _html.escape(html)
 
 
 def sanitize_html(html: str) -> str:

@@ -6,9 +6,9 @@
 ``POST /signout``              ends this browser's session
 ``GET  /``                     the Inbox (``?tab=``), ``/mail/{box}`` the other
                                sidebar boxes, ``/label/{id}`` a user label
-``GET  /search?q=``            the threads matching a search (``searching``)
-``GET  /threads/{id}``         one thread of theirs
-``GET  /messages/{id}/html``   a message's sanitized HTML for the sandboxed frame
+``GET  /threads/{id}``         one thread of theirs (``web.pages.thread``: its
+                               message frames, attachments, remote images)
+``POST /actions``, ``/undo``   an action on threads and its undo (``web.pages.actions``)
 ``/static/...``                scripts, styles and the vendored htmx (open)
 ``/.well-known/jmap``, ``/jmap/...``  JMAP (``mailroom.jmap.app``)
 =============================  ==============================================
@@ -33,12 +33,12 @@ from mailroom.jmap.app import JmapConfig, jmap_routes
 from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
 from mailroom.jmap.push_delivery import delivery_lifespan
 from mailroom.store.engine import Store
+from mailroom.web.pages.actions import act, undo
 from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.health import health
-from mailroom.web.pages.mail import message_html, thread_page
 from mailroom.web.pages.mailbox import box, inbox, label
-from mailroom.web.pages.search import search
 from mailroom.web.pages.signin import signin, signin_form, signout
+from mailroom.web.pages.thread import allow_sender_images, attachment, message_html, thread_page
 from mailroom.web.sessions import DEFAULT_LIFETIME
 
 STATIC = Path(__file__).parent / "static"
@@ -69,9 +69,12 @@ def create_app(
             Route("/", inbox, methods=["GET"]),
             Route("/mail/{box}", box, methods=["GET"]),
             Route("/label/{label_id:int}", label, methods=["GET"]),
-            Route("/search", search, methods=["GET"]),
             Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
             Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
+            Route("/messages/{message_id:int}/parts/{part}", attachment, methods=["GET"]),
+            Route("/senders/images", allow_sender_images, methods=["POST"]),
+            Route("/actions", act, methods=["POST"]),
+            Route("/undo", undo, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
             *jmap_routes(store, jmap, auth),
         ],

@@ -19,6 +19,7 @@ from starlette.responses import Response
 from mailroom.categories.tabs import CATEGORIES, PRIMARY
 from mailroom.listing import BOXES, Cursor, Page, View, tab_unread, thread_page
 from mailroom.store.reader import Reader, as_reader
+from mailroom.web.pages.actions import toolbar
 from mailroom.web.pages.common import context, signed_in
 from mailroom.web.pages.layout import BOX_TITLES, Layout, box_path, layout, render
 from mailroom.web.sessions import SignedIn
@@ -94,9 +95,11 @@ def _listing(request: Request, user: SignedIn, name: str, label_id: int | None =
             tab, tabs = _tabs(request, frame, reader)
         view = View(name, label_id, tab, frame.account_id, frame.owner.tabs_off)
         listed = thread_page(reader, user.user_id, view, frame.roles, before=before, after=after)
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return render(
         frame,
         "mailbox.html",
+        bulk=toolbar(frame, [], back=here, here=here),
         heading=heading,
         tabs=tabs,
         tab=tab,
