@@ -61,6 +61,7 @@ def test_push_arguments() -> None:
         "EmailDelivery",
         "Identity",
         "VacationResponse",
+        "EmailSubmission",
     )
     assert parse_request(None, None, None, "junk").last_event_id is None
     for bad in (("*", "later", "0"), ("*", "no", "x"), ("*", "no", "-5")):
