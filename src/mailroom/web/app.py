@@ -35,6 +35,7 @@ from mailroom.jmap.push_delivery import delivery_lifespan
 from mailroom.store.engine import Store
 from mailroom.web.pages.actions import act, undo
 from mailroom.web.pages.common import WebContext
+from mailroom.web.pages.compose import compose_page, compose_post, sent_page, undo_send
 from mailroom.web.pages.health import health
 from mailroom.web.pages.mailbox import box, inbox, label
 from mailroom.web.pages.signin import signin, signin_form, signout
@@ -71,6 +72,10 @@ def create_app(
             Route("/label/{label_id:int}", label, methods=["GET"]),
             Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
             Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
+            Route("/compose", compose_page, methods=["GET"]),
+            Route("/compose", compose_post, methods=["POST"]),
+            Route("/compose/sent/{submission_id:int}", sent_page, methods=["GET"]),
+            Route("/compose/sent/{submission_id:int}/undo", undo_send, methods=["POST"]),
             Route("/messages/{message_id:int}/parts/{part}", attachment, methods=["GET"]),
             Route("/senders/images", allow_sender_images, methods=["POST"]),
             Route("/actions", act, methods=["POST"]),
@@ -80,5 +85,10 @@ def create_app(
         ],
         lifespan=delivery_lifespan(store, jmap or JmapConfig()),
     )
-    app.state.web = WebContext(store=store, auth=auth, session_lifetime=lifetime)
+    app.state.web = WebContext(
+        store=store,
+        auth=auth,
+        session_lifetime=lifetime,
+        submission=(jmap or JmapConfig()).submission,
+    )
     return app

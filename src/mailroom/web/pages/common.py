@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import hmac
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mailroom import __version__
 from mailroom.jmap.auth import Authenticator
+from mailroom.jmap.submission_policy import SubmissionPolicy
 from mailroom.store.engine import Store
 from mailroom.web import display
 from mailroom.web.sessions import SignedIn, find_session
@@ -34,7 +35,7 @@ SESSION_COOKIE = "mailroom_session"
 SIGNIN_COOKIE = "mailroom_signin"
 FORM_LIMIT = 16 * 1024  # bytes; a sign-in or sign-out form is far smaller
 # Scripts and styles only from /static/ (no inline ones anywhere); the sandboxed
-# message frame is served with a CSP of its own (``mail.FRAME_CSP``).
+# message frame is served with a CSP of its own (``web.frame.FRAME_CSP``).
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
@@ -57,6 +58,8 @@ class WebContext:
     store: Store
     auth: Authenticator
     session_lifetime: timedelta
+    # Sending from the compose page: the settings, JMAP's undo window and limits.
+    submission: SubmissionPolicy = field(default_factory=SubmissionPolicy)
 
 
 def context(request: Request) -> WebContext:

@@ -1,0 +1,1 @@
+"""The compose page's parts: the form, drafts stored the JMAP way, answers to a message."""
