@@ -167,7 +167,7 @@ def _shown(
 def _inline_parts(session: Session, message_id: int, attachments: list[Any]) -> dict[str, Any]:
     """Content-ID -> (type, bytes) of the message's inline raster images."""
     wanted = {
-        str(a.get("content_id")).strip("<>"): str(a.get("part_path"))
+        str(a.get("content_id")).strip("<>"): str(a.get("part"))
         for a in attachments
         if a.get("content_id") and a.get("content_type") in INLINE_TYPES
     }
