@@ -29,8 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, make_transient_to_detached
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError, NotFoundError
@@ -123,33 +122,42 @@ def queue_message(
     chosen = _lane(settings, kind, lane)
     checked = check_envelope(envelope) if envelope is not None else envelope_from_headers(raw)
     due = max(send_at, moment) if send_at is not None else moment
-    submission = Submission(
-        user_id=user_id,
-        account_id=account_id,
-        identity_id=identity_id,
-        email_id=email_id,
-        message_id=message_id,
-        message_key=key,
-        raw_sha256=_keep_bytes(session, strip_bcc(raw)),
-        envelope=dict(checked),
-        lane=chosen,
-        kind=kind,
-        state="scheduled" if due > moment else "queued",
-        queued_at=moment,
-        send_at=due,
-        next_attempt_at=due,
-        attempts=0,
-        deferrals=0,
-        updated_at=moment,
+    values: dict[str, Any] = {
+        "user_id": user_id,
+        "account_id": account_id,
+        "identity_id": identity_id,
+        "email_id": email_id,
+        "message_id": message_id,
+        "message_key": key,
+        "raw_sha256": _keep_bytes(session, strip_bcc(raw)),
+        "envelope": dict(checked),
+        "lane": chosen,
+        "kind": kind,
+        "state": "scheduled" if due > moment else "queued",
+        "queued_at": moment,
+        "send_at": due,
+        "next_attempt_at": due,
+        "attempts": 0,
+        "deferrals": 0,
+        "handoff_at": None,
+        "sent_at": None,
+        "last_code": None,
+        "last_error": None,
+        "delivery_status": None,
+        "updated_at": moment,
+    }
+    created = insert_ignoring_conflicts(
+        session, Submission, [values], conflict=["account_id", "message_key"], returning=["id"]
     )
-    try:
-        with session.begin_nested():
-            session.add(submission)
-    except IntegrityError:  # queued at the same moment by another transaction
+    if not created:  # queued at the same moment by another transaction
         found = _existing(session, account_id, key)
         if found is None:
-            raise
+            raise OutboundError("The message could not be queued; try again.")
         return found
+    # The row is written (one INSERT, no flush); the entity stands for it in the session.
+    submission = Submission(id=created[0][0], **values)
+    make_transient_to_detached(submission)
+    session.add(submission)
     record_submission_change(session, user_id, [submission.id], "created")
     wake_after_commit(session, chosen, due)
     return submission

@@ -96,19 +96,15 @@ TransportFactory = Callable[[Session, Account, Settings], Transport]
 # The statements run once per message, built once, on the tables (no ORM bookkeeping).
 _TABLE = cast(Table, Submission.__table__)
 _COLUMNS = _TABLE.c
-_START = (
-    update(_TABLE)
-    .where(
-        _COLUMNS.id == bindparam("sid"),
-        _COLUMNS.state == "sending",
-        _COLUMNS.handoff_at.is_(None),
-        _COLUMNS.updated_at == bindparam("claimed", type_=_COLUMNS.updated_at.type),
-    )
-    .values(
-        handoff_at=bindparam("moment", type_=_COLUMNS.handoff_at.type),
-        updated_at=bindparam("moment", type_=_COLUMNS.updated_at.type),
-    )
+_MOMENT = bindparam("moment", type_=_COLUMNS.updated_at.type)
+_UNSTARTED = (  # the claim made at "claimed" is still ours and not yet started
+    _COLUMNS.id == bindparam("sid"),
+    _COLUMNS.state == "sending",
+    _COLUMNS.handoff_at.is_(None),
+    _COLUMNS.updated_at == bindparam("claimed", type_=_COLUMNS.updated_at.type),
 )
+_START = update(_TABLE).where(*_UNSTARTED).values(handoff_at=_MOMENT, updated_at=_MOMENT)
+_RELEASE = update(_TABLE).where(*_UNSTARTED).values(state="queued", updated_at=_MOMENT)
 _RAW = select(Blob.__table__.c.data).where(Blob.__table__.c.sha256 == bindparam("sha"))
 
 
@@ -398,19 +394,10 @@ class Sender:
     def _release(self, claims: list[_Claim], paced: bool) -> None:
         """Queue claims never started again as they were (no attempt, no deferral)."""
         with self.store.session() as session:
+            connection = session.connection()
             for claim in claims:
-                result = session.execute(
-                    update(Submission)
-                    .where(
-                        Submission.id == claim.id,
-                        Submission.state == "sending",
-                        Submission.handoff_at.is_(None),
-                        Submission.updated_at == claim.claimed_at,
-                    )
-                    .values(state="queued", updated_at=self.clock())
-                    .execution_options(synchronize_session=False)
-                )
-                if result.rowcount:  # type: ignore[attr-defined]
+                params = {"sid": claim.id, "claimed": claim.claimed_at, "moment": self.clock()}
+                if connection.execute(_RELEASE, params).rowcount:
                     record_submission_change(session, claim.user_id, [claim.id])
         if paced and claims:
             self.pace.give_back(claims[0].lane, self.clock(), len(claims))
