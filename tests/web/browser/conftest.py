@@ -8,10 +8,10 @@
   a free port, with its own data dir and a free submission port. At the end it
   is stopped with SIGINT and must have logged no traceback.
 * ``mail``: the store seeded with the user ``me`` (password :data:`PASSWORD`), an
-  account and one message in every inbox tab (:func:`seed`).
+  account and one message in every inbox tab (:func:`tests.web.seeding.seed`).
 * ``page``: a fresh browser context signed in as ``me`` on the Inbox. Every page
   the context opens records JavaScript dialogs, page errors and CSP
-  violations in ``page.problems`` (:class:`Watch`); a test that must see none
+  violations in ``watch.problems`` (:class:`Watch`); a test that must see none
   asserts ``watch.problems == []``.
 """
 
@@ -32,49 +32,12 @@ from playwright.sync_api import Browser, BrowserContext, Dialog, Page, sync_play
 
 from mailroom.store.engine import Store
 from tests.conftest import service_missing
-from tests.factories import make_message
-from tests.helpers import ingest, make_account
 from tests.jmap.conftest import free_port
-from tests.web.conftest import PASSWORD, add_user
+from tests.web.conftest import PASSWORD
+from tests.web.seeding import seed
 
 CHROMIUM = Path(os.environ.get("MAILROOM_TEST_CHROMIUM", "/usr/bin/chromium"))
 START_SECONDS = 60  # how long `mailroom serve` may take to answer /health on a busy machine
-
-# One message per inbox tab, the way the cascade sorts real mail (categories/cascade.py).
-TAB_MAIL: dict[str, dict[str, object]] = {
-    "primary": {"sender": "Alice Example <alice@example.org>", "subject": "Lunch on Friday?"},
-    "promotions": {
-        "sender": "Shop <news@shop.example>",
-        "subject": "Spring sale: 20% off",
-        "headers": {"List-Unsubscribe": "<mailto:unsubscribe@shop.example>"},
-    },
-    "social": {
-        "sender": "LinkedIn <messages-noreply@linkedin.com>",
-        "subject": "You appeared in 3 searches",
-    },
-    "updates": {"sender": "Bank <no-reply@bank.example>", "subject": "Your statement is ready"},
-    "forums": {
-        "sender": "Dev list <dev@lists.example>",
-        "subject": "[dev] Release planning",
-        "headers": {"List-Post": "<mailto:dev@lists.example>", "List-Id": "dev.lists.example"},
-    },
-}
-
-
-def seed(store: Store) -> tuple[int, int, int]:
-    """The user ``me`` with a password and the account ``home``, holding one unread
-    message per tab; returns make_account's (user id, account id, inbox id)."""
-    account = make_account(store, "me", "home")
-    add_user(store, "me")
-    ingest(
-        store,
-        account,
-        [
-            (tab, make_message(f"{tab}@seed", minutes=index, **fields))  # type: ignore[arg-type]
-            for index, (tab, fields) in enumerate(TAB_MAIL.items())
-        ],
-    )
-    return account
 
 
 @dataclass
@@ -142,7 +105,7 @@ def serve_store(store: Store, directory: Path, *args: str) -> Iterator[Served]:
 
 @pytest.fixture
 def mail(store: Store) -> tuple[int, int, int]:
-    """The seeded store (see :func:`seed`)."""
+    """The seeded store (see :func:`tests.web.seeding.seed`)."""
     return seed(store)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.web.browser.conftest import TAB_MAIL, Watch
+from tests.web.browser.conftest import Watch
+from tests.web.seeding import TAB_MAIL
 
 
 def test_switching_tabs_shows_each_tabs_mail(page: Page, watch: Watch) -> None:
