@@ -96,12 +96,14 @@ def _rows(
     reader = as_reader(session)
     subject_pattern, preview_pattern = mark_patterns(wanted)
     listed, params = in_list("message", message_ids)
-    body = "message_bodies.text_body" if preview_pattern is not None else "''"
+    column, join = "''", ""
+    if preview_pattern is not None:  # the body only when the words may be in it
+        column = "message_bodies.text_body"
+        join = " LEFT OUTER JOIN message_bodies ON message_bodies.message_id = messages.id"
     messages: dict[int, tuple[int, str, str]] = {}
     for message, thread, preview, text in reader.rows(
-        f"SELECT messages.id, messages.thread_id, messages.preview, {body} FROM messages "
-        "LEFT OUTER JOIN message_bodies ON message_bodies.message_id = messages.id "
-        f"WHERE messages.id IN {listed} AND messages.user_id = :user",
+        f"SELECT messages.id, messages.thread_id, messages.preview, {column} FROM messages"
+        f"{join} WHERE messages.id IN {listed} AND messages.user_id = :user",
         {**params, "user": user},
     ):
         if thread is not None:
