@@ -15,6 +15,8 @@
                            15 minutes); ``MAILROOM_WEB_SESSION_DAYS`` (30) how
                            long a web sign-in lasts; ``MAILROOM_WEB_UNDO_SECONDS``
                            (10) how long mail sent from the web page can be undone.
+``MAILROOM_ADMINS``        the users (comma-separated names) who see the web admin page
+                           (``/admin``: queue depths, failed sends, accounts in error).
 ``MAILROOM_CORS_ORIGINS``  web pages (comma-separated origins such as
                            ``https://webmail.example.org``) that may use JMAP from
                            another site; any other Origin is refused (403).
@@ -109,6 +111,7 @@ class Settings:
     signin_lockout_minutes: int = 15
     web_session_days: int = 30  # a web sign-in lasts this long, then asks again
     web_undo_seconds: int = 10  # the web page's undo-send window (at least the JMAP one)
+    admins: str = ""  # MAILROOM_ADMINS: user names of the operators (the web admin page)
     cors_origins: str = ""  # MAILROOM_CORS_ORIGINS: origins of web JMAP clients (CORS)
     # MAILROOM_PUSH_ALLOW_HTTP=1: JMAP push subscriptions may use http URLs (test set-ups
     # only; the receiver must still pass the SSRF guard and its allow-list).
@@ -134,6 +137,11 @@ class Settings:
     def allowed_private_host_list(self) -> list[str]:
         """The operator's SSRF allow-list, one entry per host name, address or network."""
         return [part for part in self.allowed_private_hosts.replace(",", " ").split() if part]
+
+    @property
+    def admin_list(self) -> list[str]:
+        """The user names of the operators, who see the web admin page."""
+        return [part for part in self.admins.replace(",", " ").split() if part]
 
     @property
     def cors_origin_list(self) -> list[str]:

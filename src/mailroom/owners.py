@@ -66,3 +66,12 @@ def get_or_create_account(
             select(Account).where(Account.user_id == user.id, Account.name == name)
         ).one()
     return account
+
+
+def disconnect_account(account: Account) -> None:
+    """Stop syncing ``account`` and forget its passwords; its mail stays (idempotent)."""
+    account.status = "disconnected"
+    account.status_reason = "disconnected by the owner"
+    account.secret = None
+    account.smtp_secret = None
+    account.watch_state = "idle"

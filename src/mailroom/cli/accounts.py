@@ -72,15 +72,10 @@ def account_add_group() -> None:
 @plain_errors
 def disconnect_command(app: AppContext, name: str, owner: str) -> None:
     """Stop syncing an account and forget its password; its mail stays (idempotent)."""
-    from mailroom.owners import get_account
+    from mailroom.owners import disconnect_account, get_account
 
     with app.existing_store.session() as session:
-        account = get_account(session, owner, name)
-        account.status = "disconnected"
-        account.status_reason = "disconnected by the owner"
-        account.secret = None
-        account.smtp_secret = None
-        account.watch_state = "idle"
+        disconnect_account(get_account(session, owner, name))
     click.echo(f"The account {name!r} is disconnected; its mail stays in the store.")
 
 

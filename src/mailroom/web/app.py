@@ -9,6 +9,8 @@
 ``GET  /threads/{id}``         one thread of theirs (``web.pages.thread``: its
                                message frames, attachments, remote images)
 ``POST /actions``, ``/undo``   an action on threads and its undo (``web.pages.actions``)
+``/accounts``, ``/settings``   accounts, settings and, for operators, ``/admin``
+                               (``web.pages.accounts``, ``settings``, ``admin``)
 ``/static/...``                scripts, styles and the vendored htmx (open)
 ``/.well-known/jmap``, ``/jmap/...``  JMAP (``mailroom.jmap.app``)
 =============================  ==============================================
@@ -33,6 +35,8 @@ from mailroom.jmap.app import JmapConfig, jmap_routes
 from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
 from mailroom.jmap.push_delivery import delivery_lifespan
 from mailroom.store.engine import Store
+from mailroom.web.pages import accounts, admin
+from mailroom.web.pages import settings as settings_pages
 from mailroom.web.pages.actions import act, undo
 from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.compose import compose_page, compose_post, sent_page, undo_send
@@ -80,11 +84,15 @@ def create_app(
             Route("/senders/images", allow_sender_images, methods=["POST"]),
             Route("/actions", act, methods=["POST"]),
             Route("/undo", undo, methods=["POST"]),
+            *accounts.ROUTES,
+            *settings_pages.ROUTES,
+            *admin.ROUTES,
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
             *jmap_routes(store, jmap, auth),
         ],
         lifespan=delivery_lifespan(store, jmap or JmapConfig()),
     )
+    app.state.settings = settings  # the accounts and admin pages (None: the environment's)
     app.state.web = WebContext(
         store=store,
         auth=auth,

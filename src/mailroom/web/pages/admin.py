@@ -1,0 +1,84 @@
+"""The admin page (``GET /admin``), for operators only: queue depths, failed sends,
+accounts in error.
+
+Users have no operator flag in the store; the operators are the user names in
+``MAILROOM_ADMINS`` (:attr:`mailroom.config.Settings.admin_list`). Anyone else
+gets "not found" (404), as for a page that does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mailroom.cli.accounts import account_reason
+from mailroom.config import Settings, load_settings
+from mailroom.jobs.queues import make_queues
+from mailroom.jobs.tasks import pending_counts
+from mailroom.outbound.failures import failed_list
+from mailroom.store.models import Account, User
+from mailroom.store.reader import as_reader
+from mailroom.web.pages.common import context, page, signed_in
+from mailroom.web.pages.layout import layout, render
+from mailroom.web.sessions import SignedIn
+
+FAILED_SHOWN = 50  # the newest failed sends listed
+
+
+def web_settings(request: Request) -> Settings:
+    """The settings of the running application (the master key, the allow-list, the admins)."""
+    settings: Settings | None = getattr(request.app.state, "settings", None)
+    return settings if settings is not None else load_settings()
+
+
+def is_admin(request: Request, user: SignedIn) -> bool:
+    """Whether ``user`` is one of the operators (``MAILROOM_ADMINS``)."""
+    return user.name in web_settings(request).admin_list
+
+
+def queue_depths(request: Request) -> dict[str, Any]:
+    """How many jobs wait in each queue (the queues are opened once per application)."""
+    queues = getattr(request.app.state, "queues", None)
+    if queues is None:
+        queues = make_queues(web_settings(request))
+        request.app.state.queues = queues
+    return pending_counts(queues)
+
+
+@signed_in
+def admin_page(request: Request, user: SignedIn) -> Response:
+    """GET /admin: what an operator watches."""
+    if not is_admin(request, user):
+        return page("missing.html", 404, user=user, what="page")
+    with context(request).store.session() as session:
+        frame = layout(as_reader(session), request, user, "admin")
+        failed = failed_list(session, limit=FAILED_SHOWN)
+        broken = [
+            (
+                owner,
+                account.name,
+                account.status,
+                account_reason(account.status, account.status_reason, account.watch_state),
+            )
+            for account, owner in session.execute(
+                select(Account, User.name)
+                .join(User, User.id == Account.user_id)
+                .where(
+                    or_(
+                        Account.status == "auth_error",
+                        and_(Account.status == "active", Account.status_reason.is_not(None)),
+                    )
+                )
+                .order_by(User.name, Account.name)
+            )
+        ]
+    return render(
+        frame, "admin.html", queues=queue_depths(request), failed=failed, broken=broken, admin=True
+    )
+
+
+ROUTES = [Route("/admin", admin_page, methods=["GET"])]
