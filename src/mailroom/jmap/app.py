@@ -9,7 +9,8 @@
 ``GET  /jmap/ws``                                   JMAP over WebSocket (RFC 8887)
 =================================================  ==========================
 
-Every endpoint needs HTTP Basic (user and password) or a bearer token; the
+Every endpoint needs HTTP Basic (user and password) or a bearer token (the
+push stream also takes the web page's session cookie, ``cookie_user``); the
 answer to anything else is 401 with both challenges, and 429 with
 ``Retry-After`` while the name or client address is locked out after too
 many wrong passwords (``jmap.auth``). A user only ever
@@ -35,7 +36,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -119,6 +120,10 @@ _UNREAD_BODY = {"Connection": "close"}
 # Bytes per database read of a streamed raw-message download.
 DOWNLOAD_CHUNK = 256 * 1024
 
+# The user a request's web session cookie signs in (None: no live session); run in
+# a worker thread. Only the push stream takes it: it reads nothing but states.
+CookieUser = Callable[[Request], int | None]
+
 
 def _peer(request: Request) -> str:
     return f"{request.client.host}:{request.client.port}" if request.client else "(unknown)"
@@ -128,11 +133,16 @@ class JmapServer:
     """The JMAP endpoints over one store."""
 
     def __init__(
-        self, store: Store, config: JmapConfig | None = None, auth: Authenticator | None = None
+        self,
+        store: Store,
+        config: JmapConfig | None = None,
+        auth: Authenticator | None = None,
+        cookie_user: CookieUser | None = None,
     ) -> None:
         self.store = store
         self.config = config or JmapConfig()
         self.auth = auth or Authenticator(store)
+        self.cookie_user = cookie_user
         limits = self.config.limits
         submission = self.config.submission
         methods = {
@@ -320,11 +330,21 @@ class JmapServer:
             headers={"Cache-Control": "no-store"},
         )
 
+    async def _stream_user(self, request: Request) -> int | Response:
+        """The push stream's user: the ``Authorization`` header's or, without one,
+        the web page's session cookie's (``cookie_user``), else the 401 answer."""
+        if self.cookie_user is not None and not request.headers.get("authorization"):
+            user_id = await run_in_threadpool(self.cookie_user, request)
+            if user_id is not None:
+                return user_id
+        principal = await self._principal(request)
+        return principal if isinstance(principal, Response) else principal.user_id
+
     async def eventsource(self, request: Request) -> Response:
         """GET /jmap/eventsource?types=&closeafter=&ping=."""
-        principal = await self._principal(request)
-        if isinstance(principal, Response):
-            return principal
+        user_id = await self._stream_user(request)
+        if isinstance(user_id, Response):
+            return user_id
         query = request.query_params
         try:
             stream = parse_request(
@@ -333,14 +353,13 @@ class JmapServer:
                 query.get("ping"),
                 request.headers.get("last-event-id"),
             )
-            self._streams.take(principal.user_id)
+            self._streams.take(user_id)
         except Problem as problem:
             return problem.response()
-        user_id = principal.user_id
         return CountedStream(
             event_stream(
                 self.store,
-                principal.user_id,
+                user_id,
                 stream,
                 self.config.poll_interval,
                 self.config.stopping,
@@ -352,10 +371,14 @@ class JmapServer:
 
 
 def jmap_routes(
-    store: Store, config: JmapConfig | None = None, auth: Authenticator | None = None
+    store: Store,
+    config: JmapConfig | None = None,
+    auth: Authenticator | None = None,
+    cookie_user: CookieUser | None = None,
 ) -> list[BaseRoute]:
-    """The JMAP routes, to add to a Starlette application (``auth`` shared with the web)."""
-    server = JmapServer(store, config, auth)
+    """The JMAP routes, to add to a Starlette application (``auth`` shared with the web;
+    ``cookie_user`` lets the web page's session open the push stream)."""
+    server = JmapServer(store, config, auth, cookie_user)
     policy = OriginPolicy(server.config.cors_origins)
     side = WebSocketSide(
         store,

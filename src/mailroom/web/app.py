@@ -11,6 +11,8 @@
 ``POST /actions``, ``/undo``   an action on threads and its undo (``web.pages.actions``)
 ``/accounts``, ``/settings``   accounts, settings and, for operators, ``/admin``
                                (``web.pages.accounts``, ``settings``, ``admin``)
+``GET  /fragments/sidebar``    the sidebar with fresh counts, for live updates
+                               (``web.pages.live``; the push stream takes the cookie)
 ``/static/...``                scripts, styles and the vendored htmx (open)
 ``/.well-known/jmap``, ``/jmap/...``  JMAP (``mailroom.jmap.app``)
 =============================  ==============================================
@@ -41,6 +43,7 @@ from mailroom.web.pages.actions import act, undo
 from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.compose import compose_page, compose_post, sent_page, undo_send
 from mailroom.web.pages.health import health
+from mailroom.web.pages.live import session_user, sidebar
 from mailroom.web.pages.mailbox import box, inbox, label
 from mailroom.web.pages.signin import signin, signin_form, signout
 from mailroom.web.pages.thread import allow_sender_images, attachment, message_html, thread_page
@@ -84,11 +87,12 @@ def create_app(
             Route("/senders/images", allow_sender_images, methods=["POST"]),
             Route("/actions", act, methods=["POST"]),
             Route("/undo", undo, methods=["POST"]),
+            Route("/fragments/sidebar", sidebar, methods=["GET"]),
             *accounts.ROUTES,
             *settings_pages.ROUTES,
             *admin.ROUTES,
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
-            *jmap_routes(store, jmap, auth),
+            *jmap_routes(store, jmap, auth, cookie_user=session_user),
         ],
         lifespan=delivery_lifespan(store, jmap or JmapConfig()),
     )
