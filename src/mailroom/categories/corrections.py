@@ -131,5 +131,8 @@ def restore_tabs(session: Session, user_id: int, move: TabMove) -> None:
 
 
 def _save(user: User, settings: dict[str, Any], known: dict[str, str]) -> None:
-    settings["tab_corrections"] = dict(list(known.items())[-MAX_CORRECTIONS:])
+    if known:
+        settings["tab_corrections"] = dict(list(known.items())[-MAX_CORRECTIONS:])
+    else:
+        settings.pop("tab_corrections", None)
     user.settings = settings
