@@ -3,6 +3,7 @@ the one-sentence refusals, the undo window and Undo, and delivery with filing in
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -22,16 +23,18 @@ def _send(composer: Composer, **fields: str) -> int:
 def test_a_bad_address_or_no_recipient_is_one_sentence_and_keeps_the_draft(
     composer: Composer,
 ) -> None:
-    """Nothing is queued; the page says what to change and the text is saved as a draft."""
+    """Nothing is queued; the page says what to change, and the text is saved as the draft."""
     bad = composer.post(action="send", to="bob, carol@example.net", subject="Hi", body="Text")
     assert bad.status_code == 422
     assert (
         "&#39;bob&#39; in To is not an email address; give one such as bob@example.org." in bad.text
     )
-    nobody = composer.post(action="send", subject="Hi", body="Text")
+    saved = re.search(r'name="draft" value="(\d+)"', bad.text)
+    assert saved is not None and composer.drafts() == [int(saved.group(1))]
+    nobody = composer.post(action="send", draft=saved.group(1), subject="Hi", body="Text")
     assert nobody.status_code == 422
     assert "Add at least one recipient in To, Cc or Bcc." in nobody.text
-    assert 'value="Hi"' in nobody.text
+    assert 'value="Hi"' in nobody.text and len(composer.drafts()) == 1
     with composer.store.session() as session:
         assert session.scalars(select(Submission)).all() == []
 

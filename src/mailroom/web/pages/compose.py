@@ -40,6 +40,7 @@ from mailroom.jmap.auth import Principal
 from mailroom.jmap.email_form import MAX_SIZE_ATTACHMENTS_PER_EMAIL
 from mailroom.jmap.errors import Refused
 from mailroom.jmap.submission_envelope import is_mailbox
+from mailroom.jmap.submission_policy import SubmissionPolicy
 from mailroom.jmap.submitting import Submitter
 from mailroom.jmap.uploads import own_upload, store_blob
 from mailroom.outbound.queueing import WAITING, cancel_submission
@@ -121,8 +122,7 @@ def compose_page(request: Request, user: SignedIn) -> Response:
             if given.isdigit():
                 composition = answer(session, user.user_id, int(given), mode, identities)
         if composition is None:
-            frame = layout(as_reader(session), request, user, "")
-            return render(frame, "missing.html", 404, what="message")
+            return _missing(request, user, session, "message")
         note = (
             "Sending was undone; the message is back in your drafts."
             if "undone" in params
@@ -146,6 +146,27 @@ async def _read_form(request: Request) -> tuple[dict[str, str], list[str], list[
         else:
             fields.setdefault(key, value)
     return fields, attachments, files
+
+
+_Form = tuple[dict[str, str], list[str], list[UploadFile]]
+
+
+def _checked_form(request: Request, user: SignedIn) -> _Form | Response:
+    """The form (see :func:`_read_form`), or the answer when it is unreadable or forged."""
+    try:
+        form = anyio.from_thread.run(_read_form, request)
+    except Exception:  # noqa: BLE001 - a malformed or cut-off form is one answer
+        return page("missing.html", 400, what="form", user=user)
+    if not same_token(form[0].get("csrf"), user.csrf_token):
+        for upload in form[2]:
+            anyio.from_thread.run(upload.close)
+        return page("missing.html", 403, what="form (reload the page)", user=user)
+    return form
+
+
+def _missing(request: Request, user: SignedIn, session: Session, what: str) -> Response:
+    frame = layout(as_reader(session), request, user, "")
+    return render(frame, "missing.html", 404, what=what)
 
 
 async def _read_files(files: list[UploadFile], limit: int) -> list[tuple[str, str, bytes]] | None:
@@ -203,21 +224,41 @@ def _is_empty(composition: Composition) -> bool:
     )
 
 
+def _submit(
+    session: Session,
+    user_id: int,
+    policy: SubmissionPolicy,
+    identity: Identity,
+    saved: Composition,
+) -> Submission:
+    """Queue the saved draft with the web's undo window; _Problem saying why it may not go."""
+    _check_recipients(saved)
+    assert saved.draft is not None  # saved
+    raw = raw_of(session, user_id, saved.draft)
+    assert raw is not None  # just stored
+    undo = timedelta(seconds=max(0, policy.settings.web_undo_seconds))
+    try:
+        with session.begin_nested():
+            row = Submitter(session, user_id, policy).submit(identity, saved.draft, raw, undo=undo)
+            session.flush()
+    except Refused as refusal:
+        raise _Problem(str(refusal.error.get("description") or "It cannot be sent.")) from None
+    return row
+
+
 @signed_in
 def compose_post(request: Request, user: SignedIn) -> Response:
     """POST /compose: save, attach, remove an attachment or send (module docstring)."""
-    try:
-        fields, tokens, uploads = anyio.from_thread.run(_read_form, request)
-    except Exception:  # noqa: BLE001 - a malformed or cut-off form is one answer
-        return page("missing.html", 400, what="form", user=user)
+    form = _checked_form(request, user)
+    if isinstance(form, Response):
+        return form
+    fields, tokens, uploads = form
     web = context(request)
     policy = web.submission
     limit = min(MAX_SIZE_ATTACHMENTS_PER_EMAIL, policy.max_size)
     files = anyio.from_thread.run(_read_files, uploads, limit) if uploads else []
     for upload in uploads:
         anyio.from_thread.run(upload.close)
-    if not same_token(fields.get("csrf"), user.csrf_token):
-        return page("missing.html", 403, what="form (reload the page)", user=user)
     composition = Composition.from_fields(fields, tokens)
     action = fields.get("action", "save")
     htmx = request.headers.get("hx-request") == "true"
@@ -240,8 +281,6 @@ def compose_post(request: Request, user: SignedIn) -> Response:
                 )
             if sum(a.size for a in composition.attachments) > limit:
                 raise _Problem(_too_large(limit))
-            if action == "send":
-                _check_recipients(composition)
             draft = save_draft(session, web.store, principal, composition, identity)
         except (_Problem, DraftError) as problem:
             if htmx:
@@ -253,18 +292,10 @@ def compose_post(request: Request, user: SignedIn) -> Response:
             attachments=tuple(attachments_of(session, user.user_id, draft)),
         )
         if action == "send":
-            raw = raw_of(session, user.user_id, draft)
-            assert raw is not None  # just stored
-            undo = timedelta(seconds=max(0, policy.settings.web_undo_seconds))
             try:
-                with session.begin_nested():
-                    row = Submitter(session, user.user_id, policy).submit(
-                        identity, draft, raw, undo=undo
-                    )
-                    session.flush()
-            except Refused as refusal:
-                reason = str(refusal.error.get("description") or "The message cannot be sent.")
-                return _show(request, user, session, saved, error=reason, status=422)
+                row = _submit(session, user.user_id, policy, identity, saved)
+            except _Problem as problem:  # the draft stays saved
+                return _show(request, user, session, saved, error=str(problem), status=422)
             return RedirectResponse(f"/compose/sent/{row.id}", status_code=303)
         if htmx and action == "save":
             return page("_compose_saved.html", form=saved, saved=utcnow())
@@ -297,25 +328,20 @@ def sent_page(request: Request, user: SignedIn) -> Response:
     with context(request).store.session() as session:
         row = _submission(session, user.user_id, request.path_params["submission_id"])
         if row is None:
-            frame = layout(as_reader(session), request, user, "")
-            return render(frame, "missing.html", 404, what="sent message")
+            return _missing(request, user, session, "sent message")
         return _sent(request, user, session, row)
 
 
 @signed_in
 def undo_send(request: Request, user: SignedIn) -> Response:
     """POST /compose/sent/N/undo: cancel it while no lane has taken it; back to the draft."""
-    try:
-        fields, _, _ = anyio.from_thread.run(_read_form, request)
-    except Exception:  # noqa: BLE001 - a malformed or cut-off form is one answer
-        return page("missing.html", 400, what="form", user=user)
-    if not same_token(fields.get("csrf"), user.csrf_token):
-        return page("missing.html", 403, what="form (reload the page)", user=user)
+    form = _checked_form(request, user)
+    if isinstance(form, Response):
+        return form
     with context(request).store.session() as session:
         row = _submission(session, user.user_id, request.path_params["submission_id"])
         if row is None:
-            frame = layout(as_reader(session), request, user, "")
-            return render(frame, "missing.html", 404, what="sent message")
+            return _missing(request, user, session, "sent message")
         if not cancel_submission(session, row):
             return _sent(
                 request, user, session, row, "It is being sent or was sent; it cannot be undone."
