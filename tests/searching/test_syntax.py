@@ -132,6 +132,10 @@ def test_nothing_to_search_for(query: str) -> None:
         ("newer_than:99999d", "newer_than: takes an age like 3d, 2w, 1m or 1y, not '99999d'."),
         ("larger:big", "larger: takes a size in bytes like 500, 20k or 5M, not 'big'."),
         ("smaller:5G", "smaller: takes a size in bytes like 500, 20k or 5M, not '5G'."),
+        (
+            "larger:9999999999M",
+            "larger: takes a size in bytes like 500, 20k or 5M, not '9999999999M'.",
+        ),
     ],
 )
 def test_mistakes_are_one_sentence(query: str, sentence: str) -> None:

@@ -50,7 +50,7 @@ OPERATORS = frozenset(
 
 _DAY = re.compile(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
 _AGE = re.compile(r"([1-9]\d{0,3})([dwmy])")
-_SIZE = re.compile(r"(\d{1,12})(k|kb|m|mb)?", re.IGNORECASE)
+_SIZE = re.compile(r"(\d{1,9})(k|kb|m|mb)?", re.IGNORECASE)  # under 2^53 bytes
 _SIZE_UNITS = {"": 1, "k": 1024, "kb": 1024, "m": 1024 * 1024, "mb": 1024 * 1024}
 _STOPS = '(){}"'  # a word ends at white space or one of these
 
