@@ -6,7 +6,12 @@
 * ``served``: ``mailroom serve`` as a subprocess (the engine's jobs included) over
   the test's store — SQLite and PostgreSQL, through the ``store`` fixture — on
   a free port, with its own data dir and a free submission port. At the end it
-  is stopped with SIGINT and must have logged no traceback.
+  is stopped with SIGINT and must have logged no traceback. Starting it takes
+  seconds on a busy machine, so:
+* ``site``: the base URL the browser opens. By default the same application
+  under uvicorn in this process (``tests.jmap.conftest.serve``: no jobs, fast
+  to start); a test module that must run against the real ``mailroom serve``
+  overrides it: ``@pytest.fixture def site(served: Served) -> str: return served.base``.
 * ``mail``: the store seeded with the user ``me`` (password :data:`PASSWORD`), an
   account and one message in every inbox tab (:func:`tests.web.seeding.seed`).
 * ``page``: a fresh browser context signed in as ``me`` on the Inbox. Every page
@@ -30,9 +35,11 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Dialog, Page, sync_playwright
 
+from mailroom.jmap.app import JmapConfig
 from mailroom.store.engine import Store
+from mailroom.web.app import create_app
 from tests.conftest import service_missing
-from tests.jmap.conftest import free_port
+from tests.jmap.conftest import free_port, serve
 from tests.web.conftest import PASSWORD
 from tests.web.seeding import seed
 
@@ -115,6 +122,12 @@ def served(store: Store, mail: tuple[int, int, int], tmp_path: Path) -> Iterator
     yield from serve_store(store, tmp_path)
 
 
+@pytest.fixture
+def site(store: Store, mail: tuple[int, int, int]) -> Iterator[str]:
+    """The seeded store's web application under uvicorn in this process."""
+    yield from serve(create_app(store, jmap=JmapConfig(poll_interval=0.05)))
+
+
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Browser]:
     """Debian's headless Chromium under Playwright, for the whole session."""
@@ -158,9 +171,9 @@ def watch() -> Watch:
 
 
 @pytest.fixture
-def context(chromium: Browser, served: Served, watch: Watch) -> Iterator[BrowserContext]:
-    """A fresh browser context (no cookies) on the served app, watched."""
-    opened = chromium.new_context(base_url=served.base)
+def context(chromium: Browser, site: str, watch: Watch) -> Iterator[BrowserContext]:
+    """A fresh browser context (no cookies) on ``site``, watched."""
+    opened = chromium.new_context(base_url=site)
     opened.set_default_timeout(15_000)
     opened.on("page", watch.attach)
     yield opened

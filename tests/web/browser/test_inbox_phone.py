@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, expect
 
-from tests.web.browser.conftest import Served, Watch, sign_in
+from tests.web.browser.conftest import Watch, sign_in
 
 
 @pytest.fixture
-def phone(chromium: Browser, served: Served, watch: Watch) -> Iterator[BrowserContext]:
+def phone(chromium: Browser, site: str, watch: Watch) -> Iterator[BrowserContext]:
     """A browser context the size of a phone (390 x 844 CSS pixels, touch)."""
     opened = chromium.new_context(
-        base_url=served.base, viewport={"width": 390, "height": 844}, has_touch=True
+        base_url=site, viewport={"width": 390, "height": 844}, has_touch=True
     )
     opened.set_default_timeout(15_000)
     opened.on("page", watch.attach)

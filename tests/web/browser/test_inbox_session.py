@@ -1,10 +1,18 @@
-"""In the browser: signing in (to the page asked for) and signing out."""
+"""In the browser, against a real `mailroom serve`: signing in (to the page asked for)
+and signing out."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.web.browser.conftest import Watch, sign_in
+from tests.web.browser.conftest import Served, Watch, sign_in
+
+
+@pytest.fixture
+def site(served: Served) -> str:
+    """These tests run against the `mailroom serve` subprocess."""
+    return served.base
 
 
 def test_sign_in_goes_to_the_page_asked_for(context: BrowserContext, watch: Watch) -> None:
