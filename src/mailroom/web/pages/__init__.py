@@ -2,6 +2,7 @@
 
 Blocking database work inside ``async def`` would stall every request of the
 server, so no page endpoint here is async. ``common`` holds what they share
-(templates, the signed-in guard, form reading); ``signin``, ``mail`` and
-``health`` are the pages.
+(templates, the CSP, the signed-in guard, form reading), ``layout`` the frame
+of every signed-in page (top bar, sidebar, account filter); every other module
+is one page or concept (``mailbox``, ``signin``, ``health``, ...).
 """
