@@ -117,6 +117,36 @@ def test_one_watcher_per_active_account_and_a_poll(store: Store) -> None:
     assert _state(store, accounts[0]) == ("active", "idle")
 
 
+def test_an_account_added_or_reactivated_meanwhile_is_polled_at_once(store: Store) -> None:
+    """The poll round is minutes away; a new account's first sync (and import) is not."""
+    first = _accounts(store, 1)
+    clock = Clock()
+    harness = Harness(store)
+    harness.supervisor.tick(clock.now)
+    with store.session() as session:
+        added = get_or_create_account(session, get_or_create_user(session), "new", "imap").id
+    harness.supervisor.tick(clock.now + 10)
+    assert harness.polls == [*first, added]
+    assert harness.supervisor.watching() == [*first, added]
+    harness.supervisor.tick(clock.now + 20)
+    assert harness.polls == [*first, added]  # once, not every tick
+    _set_status(store, added, "auth_error")
+    harness.supervisor.tick(clock.now + 30)
+    _set_status(store, added, "active")  # the owner gave the right password
+    harness.supervisor.tick(clock.now + 40)
+    assert harness.polls == [*first, added, added]
+    harness.supervisor.tick(clock.now + 300)  # the round polls everyone, once
+    assert harness.polls == [*first, added, added, *first, added]
+    harness.supervisor.stop()
+
+
+def _set_status(store: Store, account_id: int, status: str) -> None:
+    with store.session() as session:
+        account = session.get(Account, account_id)
+        assert account is not None
+        account.status = status
+
+
 def test_backoff_doubles_to_the_cap_and_resets_after_health(store: Store) -> None:
     """Failures back off 5 s, 10 s, 20 s ... capped at 5 min; a long run resets to 5 s."""
     (account,) = _accounts(store, 1)

@@ -28,6 +28,12 @@ every ttl/3 for as long as the watcher lives — during backoff too. A failed
 renewal tears the local watcher down; a lease won for a watcher that was
 stopped meanwhile is released at once. Polls need no lease (idempotent).
 
+New accounts: every tick reads the active accounts, so an account added while
+the engine runs (web page, CLI, another machine) gets its watcher within a tick,
+and its first poll at once — not at the next round, minutes away: the poll's
+sync is what starts the history import. An account that comes back to
+``active`` (its owner fixed the password) is polled at once the same way.
+
 ``tick(now)`` does all bookkeeping and is what tests drive with an injected
 clock; ``run_forever`` calls it once a second in production.
 """
@@ -96,6 +102,7 @@ class Supervisor:
     config: SupervisorConfig = field(default_factory=SupervisorConfig)
     _watches: dict[int, _Watch] = field(default_factory=dict)
     _next_poll: float = 0.0
+    _seen: set[int] = field(default_factory=set)  # active at the last tick
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- accounts ------------------------------------------------------------
@@ -123,10 +130,14 @@ class Supervisor:
                     self._stop_watch(account_id, "idle")
             for account_id in sorted(active):
                 self._tend(account_id, now)
+            due = active
             if now >= self._next_poll:
                 self._next_poll = now + self.config.poll_interval
-                for account_id in sorted(active):
-                    self._poll(account_id)
+            else:
+                due = active - self._seen  # added or reactivated since the last tick
+            self._seen = active
+            for account_id in sorted(due):
+                self._poll(account_id)
 
     def _tend(self, account_id: int, now: float) -> None:
         watch = self._watches.setdefault(account_id, _Watch(restart_at=now))
