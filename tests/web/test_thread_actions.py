@@ -5,7 +5,6 @@ the session's CSRF token or naming another user's mail change nothing."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -18,8 +17,9 @@ from mailroom.labels.resolver import resolve_path
 from mailroom.store.engine import Store
 from mailroom.store.models import Message, MessageLabel, PendingChange, Thread, User, utcnow
 from tests.factories import make_message
-from tests.helpers import ingest, make_account, thread_of
+from tests.helpers import ingest, make_account
 from tests.web.conftest import add_user, browser, csrf_of, sign_in
+from tests.web.thread_support import signed_in_me, thread_id_of  # noqa: F401  (fixture `me`)
 
 HX = {"HX-Request": "true"}
 
@@ -41,21 +41,6 @@ def account(store: Store) -> tuple[int, int, int]:
     with store.session() as session:
         resolve_path(session, made[0], "Work")
     return made
-
-
-@pytest.fixture
-def me(server: str, account: tuple[int, int, int]) -> Iterator[httpx.Client]:
-    """A browser signed in as ``me``."""
-    client = browser(server)
-    assert sign_in(client, server, "me").status_code == 303
-    yield client
-    client.close()
-
-
-def _thread(store: Store, message_id: str) -> int:
-    found = thread_of(store, message_id)
-    assert found is not None
-    return found
 
 
 def state(store: Store) -> dict[str, Any]:
@@ -113,13 +98,13 @@ def test_an_action_changes_the_thread_and_undo_puts_back_exactly_that(
 ) -> None:
     """Each action changes the thread's messages and queues the change for the provider;
     its undo token restores every label, read state, wake time, tab and correction."""
-    thread = _thread(store, "a@x")
+    thread = thread_id_of(store, "a@x")
     page = me.get("/").text  # opening the list marks nothing read
     csrf = csrf_of(page)
     work = _work(store, account[0])
     fields = {k: v.replace("WORK", str(work)) for k, v in fields.items()}
     me.get(f"/threads/{thread}")  # read, so that "unread" has something to do
-    me.get(f"/threads/{_thread(store, 'c@x')}")  # some state the action must not touch
+    me.get(f"/threads/{thread_id_of(store, 'c@x')}")  # some state the action must not touch
     before = state(store)
     with store.session() as session:
         queued = session.scalar(select(PendingChange.id).order_by(PendingChange.id.desc()))
@@ -129,7 +114,7 @@ def test_an_action_changes_the_thread_and_undo_puts_back_exactly_that(
     assert answer.headers["hx-trigger"] == '{"mailroom:go": {"to": "/"}}'
     after = state(store)
     assert after != before
-    other = _thread(store, "c@x")
+    other = thread_id_of(store, "c@x")
     assert after["threads"][other] == before["threads"][other]
     with store.session() as session:  # a tab is mailroom's own: nothing for the provider
         newest = session.scalar(select(PendingChange.id).order_by(PendingChange.id.desc()))
@@ -148,7 +133,7 @@ def test_snooze_takes_a_typed_time_in_the_users_zone(
         assert user is not None
         user.settings = {**user.settings, "timezone": "Europe/Berlin"}
     csrf = csrf_of(me.get("/").text)
-    thread = _thread(store, "a@x")
+    thread = thread_id_of(store, "a@x")
     when = (utcnow() + timedelta(days=3)).strftime("%Y-%m-%dT10:30")
     answer = post(me, "/actions", {"action": "snooze", "until": when, "thread": thread}, csrf)
     assert "Snoozed" in answer.text, answer.text
@@ -169,7 +154,7 @@ def test_bulk_actions_and_the_form_without_script(
     page the action leaves the user on, and the rows carry the bulk checkboxes."""
     page = me.get("/").text
     assert page.count('form="bulk"') == 2 and 'id="bulk"' in page
-    threads = [_thread(store, "a@x"), _thread(store, "c@x")]
+    threads = [thread_id_of(store, "a@x"), thread_id_of(store, "c@x")]
     answer = me.post(
         "/actions",
         data={
@@ -190,14 +175,14 @@ def test_forms_without_the_token_or_on_foreign_mail_change_nothing(
 ) -> None:
     """No CSRF token: 403; another user's thread: a plain refusal; an undo token from another
     session or a damaged one: refused; nothing changes."""
-    thread = _thread(store, "a@x")
+    thread = thread_id_of(store, "a@x")
     csrf = csrf_of(me.get("/").text)
     before = state(store)
     assert me.post("/actions", data={"action": "archive", "thread": thread}).status_code == 403
     bob_account = make_account(store, "bob", "bob")
     add_user(store, "bob")
     ingest(store, bob_account, [("z", make_message("z@x"))])
-    bobs = _thread(store, "z@x")
+    bobs = thread_id_of(store, "z@x")
     before = state(store)
     refused = post(me, "/actions", {"action": "trash", "thread": bobs}, csrf)
     assert 'role="alert"' in refused.text and f"There is no thread {bobs}" in refused.text

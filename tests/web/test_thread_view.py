@@ -4,7 +4,6 @@ remote images, inline images, attachments, the plain-text fallback, "why is this
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from email.message import EmailMessage
 
 import httpx
@@ -15,8 +14,9 @@ from mailroom.labels.operations import Operations
 from mailroom.store.engine import Store
 from mailroom.store.models import Message, User
 from tests.factories import make_message
-from tests.helpers import ingest, make_account, thread_of
+from tests.helpers import ingest, make_account
 from tests.web.conftest import add_user, browser, csrf_of, sign_in
+from tests.web.thread_support import signed_in_me, thread_id_of  # noqa: F401  (fixture `me`)
 
 PIXEL = "https://tracker.example/pixel.gif"
 PNG = (
@@ -34,27 +34,12 @@ def account(store: Store) -> tuple[int, int, int]:
     return made
 
 
-@pytest.fixture
-def me(server: str, account: tuple[int, int, int]) -> Iterator[httpx.Client]:
-    """A browser signed in as ``me``."""
-    client = browser(server)
-    assert sign_in(client, server, "me").status_code == 303
-    yield client
-    client.close()
-
-
 def _ids(store: Store, *message_ids: str) -> list[int]:
     with store.session() as session:
         return [
             session.scalars(select(Message.id).where(Message.message_id_header == mid)).one()
             for mid in message_ids
         ]
-
-
-def _thread(store: Store, message_id: str) -> int:
-    found = thread_of(store, message_id)
-    assert found is not None
-    return found
 
 
 def _unread(store: Store, *ids: int) -> list[bool]:
@@ -84,7 +69,7 @@ def test_older_messages_fold_opening_marks_read_and_explains(
     first, second, third = _ids(store, "a@x", "b@x", "c@x")
     with store.session() as session:
         Operations(session, account[0]).mark_read([first])
-    page = me.get(f"/threads/{_thread(store, 'a@x')}")
+    page = me.get(f"/threads/{thread_id_of(store, 'a@x')}")
     assert page.status_code == 200, page.text
     assert "<details>" in _message(page.text, first)
     assert "<details open>" in _message(page.text, second)
@@ -103,7 +88,7 @@ def test_marking_read_on_open_can_be_switched_off(
         user = session.get(User, account[0])
         assert user is not None
         user.settings = {**user.settings, "mark_read_on_open": False}
-    assert me.get(f"/threads/{_thread(store, 'a@x')}").status_code == 200
+    assert me.get(f"/threads/{thread_id_of(store, 'a@x')}").status_code == 200
     assert _unread(store, *_ids(store, "a@x")) == [True]
 
 
@@ -115,7 +100,7 @@ def test_remote_images_wait_until_asked_for_this_message_or_this_sender(
     html = f'<p>Look <img src="{PIXEL}" alt="pixel"> <a href="https://example.org/">here</a></p>'
     ingest(store, account, [("p", make_message("p@x", sender="News <n@news.example>", html=html))])
     (message,) = _ids(store, "p@x")
-    thread = _thread(store, "p@x")
+    thread = thread_id_of(store, "p@x")
     page = me.get(f"/threads/{thread}").text
     assert "Remote images are hidden (1)" in page
     assert f'src="/messages/{message}/html"' in page
@@ -166,7 +151,7 @@ def test_inline_images_come_from_the_message_and_attachments_download(
     )
     ingest(store, account, [("att", mail.as_bytes())])
     (message,) = _ids(store, "att@x")
-    page = me.get(f"/threads/{_thread(store, 'att@x')}").text
+    page = me.get(f"/threads/{thread_id_of(store, 'att@x')}").text
     frame = me.get(f"/messages/{message}/html").text
     assert 'src="data:image/png;base64,' in frame
     link = re.search(rf'href="(/messages/{message}/parts/[\d.]+)" download>évil report.html<', page)
@@ -184,4 +169,4 @@ def test_inline_images_come_from_the_message_and_attachments_download(
         sign_in(bob, server, "bob")
         assert bob.get(link.group(1)).status_code == 404
         assert bob.get(f"/messages/{message}/html").status_code == 404
-        assert bob.get(f"/threads/{_thread(store, 'att@x')}").status_code == 404
+        assert bob.get(f"/threads/{thread_id_of(store, 'att@x')}").status_code == 404

@@ -16,12 +16,11 @@ from imapclient import IMAPClient
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from mailroom.config import Settings
-from mailroom.providers.imap import add_imap_account
 from mailroom.secrets import generate_key
 from mailroom.store.engine import Store
 from mailroom.store.models import Thread
 from tests.factories import make_message
-from tests.imap.conftest import dovecot, new_mailbox  # noqa: F401  (the session's Dovecot)
+from tests.imap.conftest import add_account, dovecot, new_mailbox  # noqa: F401  (the session's Dovecot)
 from tests.imap.views import sync_all
 from tests.support.dovecot import DovecotServer
 from tests.web.browser.conftest import Watch, serve_store, sign_in
@@ -49,17 +48,7 @@ def test_open_a_thread_and_archive_it_to_the_imap_server(
     with mailbox.client() as imap:
         imap.append("INBOX", make_message("plan@x", subject="Quarterly plan", html=TALL))
     add_user(store, "me")
-    account = add_imap_account(
-        store,
-        settings,
-        name="work",
-        host=mailbox.server.host,
-        port=mailbox.server.port,
-        tls="none",
-        login=mailbox.user,
-        password=mailbox.password,
-        owner="me",
-    )
+    account = add_account(store, settings, mailbox, name="work")
     sync_all(store, account, settings)
     # `mailroom serve` runs in tmp_path, whose .env gives it the master key and the allow-list.
     (tmp_path / ".env").write_text(
