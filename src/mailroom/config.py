@@ -25,7 +25,9 @@
 ``MAILROOM_LANE_RATES``    the pace of the throttled sending lanes, messages per minute
                            and burst: ``urgent=120/20,calm=30/5`` (the default; ``direct``
                            is never throttled). ``MAILROOM_LANE_KINDS`` maps kinds of mail
-                           to lanes (``password_reset=urgent,invoice=urgent,newsletter=calm``;
+                           to lanes (``password_reset=urgent,invoice=urgent,personal=urgent,
+                           newsletter=calm``: ``personal`` is what a person sends from the web
+                           page or a JMAP client;
                            an unknown kind goes ``calm``). ``MAILROOM_PACING=off`` throttles
                            no lane: every lane then retries like ``direct`` (SPEC §11).
 ``MAILROOM_SUBMISSION_LISTEN`` where ``mailroom serve`` opens the SMTP submission
@@ -118,7 +120,7 @@ class Settings:
     push_allow_http: int = 0
     # Sending (mailroom.outbound; the module docstring above has the formats).
     lane_rates: str = "urgent=120/20,calm=30/5"
-    lane_kinds: str = "password_reset=urgent,invoice=urgent,newsletter=calm"
+    lane_kinds: str = "password_reset=urgent,invoice=urgent,personal=urgent,newsletter=calm"
     pacing: str = "on"
     # The SMTP submission port of `mailroom serve` (mailroom.outbound.submission_port).
     submission_listen: str = "127.0.0.1:8587"
