@@ -6,13 +6,17 @@
 ``POST /signout``              ends this browser's session
 ``GET  /``                     the Inbox (``?tab=``), ``/mail/{box}`` the other
                                sidebar boxes, ``/label/{id}`` a user label
+``GET  /search?q=``            the threads matching a search (``searching``)
 ``GET  /threads/{id}``         one thread of theirs (``web.pages.thread``: its
                                message frames, attachments, remote images)
+``GET  /threads/{id}/draft``   a Drafts row: to its draft's compose form (``drafts``)
 ``POST /actions``, ``/undo``   an action on threads and its undo (``web.pages.actions``)
-``/accounts``, ``/settings``   accounts, settings and, for operators, ``/admin``
-                               (``web.pages.accounts``, ``settings``, ``admin``)
+``/compose...``                compose, reply, forward, drafts, Send and Undo
+                               (``web.pages.compose``)
 ``GET  /fragments/sidebar``    the sidebar with fresh counts, for live updates
                                (``web.pages.live``; the push stream takes the cookie)
+``/accounts``, ``/settings``   accounts, settings and, for operators, ``/admin``
+                               (``web.pages.accounts``, ``settings``, ``admin``)
 ``/static/...``                scripts, styles and the vendored htmx (open)
 ``/.well-known/jmap``, ``/jmap/...``  JMAP (``mailroom.jmap.app``)
 =============================  ==============================================
@@ -42,9 +46,11 @@ from mailroom.web.pages import settings as settings_pages
 from mailroom.web.pages.actions import act, undo
 from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.compose import compose_page, compose_post, sent_page, undo_send
+from mailroom.web.pages.drafts import open_draft
 from mailroom.web.pages.health import health
 from mailroom.web.pages.live import session_user, sidebar
 from mailroom.web.pages.mailbox import box, inbox, label
+from mailroom.web.pages.search import search
 from mailroom.web.pages.signin import signin, signin_form, signout
 from mailroom.web.pages.thread import allow_sender_images, attachment, message_html, thread_page
 from mailroom.web.sessions import DEFAULT_LIFETIME
@@ -77,7 +83,9 @@ def create_app(
             Route("/", inbox, methods=["GET"]),
             Route("/mail/{box}", box, methods=["GET"]),
             Route("/label/{label_id:int}", label, methods=["GET"]),
+            Route("/search", search, methods=["GET"]),
             Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
+            Route("/threads/{thread_id:int}/draft", open_draft, methods=["GET"]),
             Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
             Route("/compose", compose_page, methods=["GET"]),
             Route("/compose", compose_post, methods=["POST"]),

@@ -39,9 +39,9 @@ from mailroom.providers.imap.account import TLS_MODES, add_imap_account
 from mailroom.providers.imap.autodiscover import Discoverer, Discovery
 from mailroom.store.models import Account, SyncState
 from mailroom.store.reader import as_reader
-from mailroom.web.pages.admin import is_admin, web_settings
 from mailroom.web.pages.common import context, page, read_form, same_token, signed_in
 from mailroom.web.pages.layout import layout, render
+from mailroom.web.pages.operators import is_admin, web_settings
 from mailroom.web.sessions import SignedIn
 
 EXPIRED = "The form has expired; reload the page and try again."

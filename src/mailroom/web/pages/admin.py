@@ -16,7 +16,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mailroom.cli.accounts import account_reason
-from mailroom.config import Settings, load_settings
 from mailroom.jobs.queues import make_queues
 from mailroom.jobs.tasks import pending_counts
 from mailroom.outbound.failures import failed_list
@@ -24,20 +23,10 @@ from mailroom.store.models import Account, User
 from mailroom.store.reader import as_reader
 from mailroom.web.pages.common import context, page, signed_in
 from mailroom.web.pages.layout import layout, render
+from mailroom.web.pages.operators import is_admin, web_settings
 from mailroom.web.sessions import SignedIn
 
 FAILED_SHOWN = 50  # the newest failed sends listed
-
-
-def web_settings(request: Request) -> Settings:
-    """The settings of the running application (the master key, the allow-list, the admins)."""
-    settings: Settings | None = getattr(request.app.state, "settings", None)
-    return settings if settings is not None else load_settings()
-
-
-def is_admin(request: Request, user: SignedIn) -> bool:
-    """Whether ``user`` is one of the operators (``MAILROOM_ADMINS``)."""
-    return user.name in web_settings(request).admin_list
 
 
 def queue_depths(request: Request) -> dict[str, Any]:

@@ -3,13 +3,16 @@
 A page builds a :class:`Layout` inside its own database session (one query
 for the user's settings and accounts, one for the sidebar's counts) and
 renders its template through :func:`render`; ``base.html`` draws the top bar
-and ``_sidebar.html`` from it. The account filter is the ``account`` query
+and ``_sidebar.html`` from it: the user menu's links (Admin for operators
+only), the Compose button and the display density (a class on ``<body>``,
+``density-compact`` or ``density-comfortable``). The account filter is the ``account`` query
 parameter (an account id of the user's); :meth:`Layout.href` keeps it on the
 links it builds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
@@ -23,6 +26,7 @@ from mailroom.store.models import utcnow
 from mailroom.store.reader import Reader
 from mailroom.web.display import user_zone
 from mailroom.web.pages.common import page
+from mailroom.web.pages.operators import is_admin
 from mailroom.web.sessions import SignedIn
 
 BOX_TITLES = {
@@ -37,6 +41,13 @@ BOX_TITLES = {
     "trash": "Trash",
 }
 assert tuple(BOX_TITLES) == BOXES
+DENSITIES = ("comfortable", "compact")  # users.settings["density"], set on /settings
+
+
+def density(settings: Mapping[str, Any]) -> str:
+    """The user's display density (``comfortable`` unless set to ``compact``)."""
+    value = settings.get("density")
+    return value if value in DENSITIES else DENSITIES[0]
 
 
 def box_path(box: str) -> str:
@@ -55,6 +66,12 @@ class Layout:
     active: str  # the sidebar entry of this page: a box name or "label:<id>"
     path: str  # this page's path (the account filter's links stay on it)
     now: datetime
+    admin: bool  # an operator: the user menu links to /admin
+
+    @property
+    def density(self) -> str:
+        """The user's display density, one of :data:`DENSITIES`."""
+        return density(self.owner.settings)
 
     @property
     def zone(self) -> tzinfo:
@@ -118,7 +135,8 @@ def layout(reader: Reader, request: Request, user: SignedIn, active: str) -> Lay
     who = owner(reader, user.user_id)
     account = account_filter(request, who)
     labels = label_tree(reader, user.user_id, account)
-    return Layout(user, who, account, labels, active, request.url.path, utcnow())
+    path, admin = request.url.path, is_admin(request, user)
+    return Layout(user, who, account, labels, active, path, utcnow(), admin)
 
 
 def render(frame: Layout, template: str, status: int = 200, **values: Any) -> Response:

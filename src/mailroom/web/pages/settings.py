@@ -4,8 +4,9 @@
 ``GET  /settings``                        the page
 ``POST /settings/tabs``                   which tabs are on (``categories_off``;
                                           the inbox is sorted again)
-``POST /settings/display``                ``density`` (comfortable/compact) and
-                                          ``mark_read_on_open``
+``POST /settings/display``                ``density`` (comfortable/compact),
+                                          ``mark_read_on_open`` and ``timezone``
+                                          (an IANA name, for the times shown)
 ``POST /settings/rules``                  adds a rule; ``.../rules/test`` shows the
                                           existing mail it matches, adding nothing
 ``POST /settings/rules/{id}/remove``      removes one
@@ -21,7 +22,9 @@ Every POST carries the session's CSRF token. Rules are built and stored by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
+from zoneinfo import available_timezones
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -39,14 +42,14 @@ from mailroom.rules.engine import condition_clauses
 from mailroom.rules.model import RuleSpec
 from mailroom.store.models import ApiToken, Message, User
 from mailroom.store.reader import as_reader
-from mailroom.web.pages.admin import is_admin
 from mailroom.web.pages.common import context, page, read_form, same_token, signed_in
-from mailroom.web.pages.layout import layout, render
+from mailroom.web.pages.layout import DENSITIES, density, layout, render
+from mailroom.web.pages.operators import is_admin
 from mailroom.web.prefs import marks_read_on_open
 from mailroom.web.sessions import SignedIn
 
 EXPIRED = "The form has expired; reload the page and try again."
-DENSITIES = ("comfortable", "compact")
+UNKNOWN_ZONE = "Choose a time zone from the list."
 PREVIEW = 10  # matching messages shown by a rule test
 CONDITIONS = ("from", "to", "subject", "list_id", "text")
 FLAG_ACTIONS = ("archive", "trash", "mark_read", "star")
@@ -61,10 +64,10 @@ class RuleTest:
     subjects: list[str]
 
 
-def density(settings: dict[str, Any]) -> str:
-    """The user's display density (``comfortable`` unless set to ``compact``)."""
-    value = settings.get("density")
-    return value if value in DENSITIES else DENSITIES[0]
+@cache
+def zone_names() -> tuple[str, ...]:
+    """The IANA time zone names a user may choose (``UTC`` first, then sorted)."""
+    return ("UTC", *sorted(available_timezones() - {"UTC"}))
 
 
 def _settings_page(request: Request, user: SignedIn, status: int = 200, **values: Any) -> Response:
@@ -82,6 +85,8 @@ def _settings_page(request: Request, user: SignedIn, status: int = 200, **values
         density=density(prefs),
         densities=DENSITIES,
         mark_read=marks_read_on_open(prefs),
+        timezone=str(prefs.get("timezone") or "UTC"),
+        zones=zone_names(),
         rules=rules,
         tokens=tokens,
         categories=CATEGORIES,
@@ -145,17 +150,21 @@ def save_tabs(request: Request, user: SignedIn) -> Response:
 
 @signed_in
 def save_display(request: Request, user: SignedIn) -> Response:
-    """POST /settings/display: density and whether opening a thread marks it read."""
+    """POST /settings/display: density, whether opening a thread marks it read, time zone."""
     form = _form(request, user)
     if form is None:
         return _expired(user)
     chosen = form.get("density", "")
+    zone = form.get("timezone")  # left as it is when the form has no such field
+    if zone is not None and zone not in zone_names():
+        return _settings_page(request, user, 400, display_error=UNKNOWN_ZONE)
     with context(request).store.session() as session:
         row = _user(session, user)
         row.settings = {
             **(row.settings or {}),
             "density": chosen if chosen in DENSITIES else DENSITIES[0],
             "mark_read_on_open": form.get("mark_read_on_open") == "on",
+            **({} if zone is None else {"timezone": zone}),
         }
     return _done("display")
 
