@@ -296,21 +296,40 @@ def label_tree(source: Source, user: int, account_id: int | None = None) -> list
     """
     reader = as_reader(source)
     account, params = _account_condition(account_id)
-    rows = reader.rows(
-        "SELECT labels.id, labels.path, labels.name, labels.role, labels.parent_id, "
-        "count(threads.id) FROM labels "
-        "LEFT OUTER JOIN thread_labels ON thread_labels.label_id = labels.id "
-        "LEFT OUTER JOIN threads ON threads.id = thread_labels.thread_id "
-        "AND (threads.unread_count > 0 OR labels.role = 'drafts') "
-        f"AND (NOT threads.in_trash OR labels.role = 'trash'){account} "
-        "WHERE labels.user_id = :user "
-        "GROUP BY labels.id, labels.path, labels.name, labels.role, labels.parent_id "
-        "ORDER BY labels.path",
-        {"user": user, **params},
-    )
+    values = {"user": user, **params}
+    # Threads first: one pass over the user's unread threads (the few Drafts and Trash
+    # threads on their own), not a thread look-up for every thread in every label.
+    counts: dict[int, int] = defaultdict(int)
+    for label_id, count in [
+        *reader.rows(
+            "SELECT thread_labels.label_id, count(*) FROM threads "
+            "JOIN thread_labels ON thread_labels.thread_id = threads.id "
+            "JOIN labels ON labels.id = thread_labels.label_id "
+            "WHERE threads.user_id = :user AND threads.unread_count > 0 "
+            "AND NOT threads.in_trash "
+            "AND (labels.role IS NULL OR labels.role NOT IN ('drafts', 'trash'))"
+            f"{account} GROUP BY thread_labels.label_id",
+            values,
+        ),
+        *reader.rows(
+            "SELECT labels.id, count(*) FROM labels "
+            "JOIN thread_labels ON thread_labels.label_id = labels.id "
+            "JOIN threads ON threads.id = thread_labels.thread_id "
+            "WHERE labels.user_id = :user AND labels.role IN ('drafts', 'trash') AND ("
+            "(labels.role = 'drafts' AND NOT threads.in_trash) "
+            f"OR (labels.role = 'trash' AND threads.unread_count > 0)){account} "
+            "GROUP BY labels.id",
+            values,
+        ),
+    ]:
+        counts[int(label_id)] += int(count)
     found = [
-        LabelCount(int(i), path, name, role, parent, int(count))
-        for i, path, name, role, parent, count in rows
+        LabelCount(int(i), path, name, role, parent, counts.get(int(i), 0))
+        for i, path, name, role, parent in reader.rows(
+            "SELECT id, path, name, role, parent_id FROM labels WHERE user_id = :user "
+            "ORDER BY path",
+            {"user": user},
+        )
     ]
     system = sorted(
         (label for label in found if label.role in BOXES),
@@ -335,9 +354,11 @@ def tab_unread(
     account, params = _account_condition(account_id)
     counts: dict[str, int] = defaultdict(int)
     for category, count in reader.rows(
+        # "+ 0": walk the user's threads (the unread test needs each row anyway)
+        # rather than look up every Inbox thread by the label index.
         "SELECT threads.category, count(threads.id) FROM threads "
         "JOIN thread_labels ON thread_labels.thread_id = threads.id "
-        "AND thread_labels.label_id = :inbox "
+        "AND thread_labels.label_id + 0 = :inbox "
         "WHERE threads.user_id = :user AND threads.unread_count > 0 "
         f"AND NOT threads.in_trash{account} GROUP BY threads.category",
         {"user": user, "inbox": inbox_id, **params},
