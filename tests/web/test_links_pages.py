@@ -141,3 +141,28 @@ def test_the_time_zone_is_chosen_on_settings_and_times_follow_it(base: str, stor
         assert kept.status_code == 303
     assert _prefs(store, "me")["timezone"] == "Asia/Tokyo"
     assert _prefs(store, "me")["density"] == "comfortable"
+
+
+def test_every_message_of_a_thread_links_reply_reply_all_and_forward(
+    base: str, store: Store
+) -> None:
+    with store.session() as session:
+        message, thread = session.execute(
+            select(Message.id, Message.thread_id).where(Message.subject == "Lunch on Friday?")
+        ).one()
+    with _client(base, "me") as me:
+        page = me.get(f"/threads/{thread}").text
+        answers = re.findall(r'<a href="(/compose\?[a-z_]+=\d+)" data-key="[raf]">', page)
+        assert answers == [
+            f"/compose?reply={message}",
+            f"/compose?reply_all={message}",
+            f"/compose?forward={message}",
+        ]
+        subjects = [
+            re.search(r'name="subject"[^>]*value="([^"]*)"', me.get(a).text) for a in answers
+        ]
+        assert [found.group(1) if found else None for found in subjects] == [
+            "Re: Lunch on Friday?",
+            "Re: Lunch on Friday?",
+            "Fwd: Lunch on Friday?",
+        ]

@@ -57,3 +57,22 @@ def test_compact_density_makes_rows_lower(page: Page, watch: Watch) -> None:
     padding = page.locator(".thread-link").first.evaluate("e => getComputedStyle(e).paddingTop")
     assert padding == "2.25px"  # 0.15rem of the 15px root font
     assert watch.problems == []
+
+
+def test_a_thread_answers_through_the_compose_form(page: Page, watch: Watch) -> None:
+    """Reply under a message opens the compose form addressed to its sender; in the
+    thread the r key does the same, and c opens an empty compose form."""
+    page.locator("ol.threads > li a.thread-link").first.click()
+    page.wait_for_url(re.compile(r"/threads/\d+"))
+    thread = page.url
+    answers = page.get_by_role("navigation", name="Answer this message").last
+    answers.get_by_role("link", name="Reply", exact=True).click()
+    page.wait_for_url(re.compile(r"/compose\?reply=\d+$"))
+    expect(page.locator("input[name=subject]")).to_have_value("Re: Lunch on Friday?")
+    page.goto(thread)
+    page.locator("body").press("r")
+    page.wait_for_url(re.compile(r"/compose\?reply=\d+$"))
+    page.goto("/")
+    page.locator("body").press("c")
+    page.wait_for_url(re.compile(r"/compose$"))
+    assert watch.problems == []

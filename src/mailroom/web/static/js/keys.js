@@ -59,6 +59,12 @@
     if (select) select.focus();
   }
 
+  // r / a / f: answer the newest open message of a thread (its Reply, Reply all, Forward link).
+  function answer(key) {
+    const links = document.querySelectorAll(`details[open] .message-answers a[data-key="${key}"]`);
+    if (links.length) links[links.length - 1].click();
+  }
+
   const simple = {
     j: () => moveCursor(1),
     k: () => moveCursor(-1),
@@ -67,6 +73,10 @@
     x: () => { const row = currentRow(); const box = row && row.querySelector(".select-thread"); if (box) box.click(); },
     l: openLabels,
     z: () => { const undo = document.querySelector("#toast button.undo"); if (undo) undo.click(); },
+    c: () => location.assign("/compose"),
+    r: () => answer("r"),
+    a: () => answer("a"),
+    f: () => answer("f"),
     "/": () => { const search = document.getElementById("search-q"); if (search) search.focus(); },
     "?": () => { const help = document.getElementById("keys-help"); if (help && !help.open) help.showModal(); },
   };
