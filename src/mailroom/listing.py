@@ -243,7 +243,8 @@ def thread_rows(source: Source, user: int, threads: Sequence[Sequence[Any]]) -> 
     for thread, name, email, unread, has_attachment, text in reader.rows(
         "SELECT thread_id, from_name, from_email, "
         "CASE WHEN seen_at IS NULL THEN 1 ELSE 0 END, has_attachment, preview "
-        f"FROM messages WHERE thread_id IN {listed} AND user_id = :user "
+        # "+ 0": by the thread index, not a walk of the user's messages in received order
+        f"FROM messages WHERE thread_id IN {listed} AND user_id + 0 = :user "
         "ORDER BY received_at, id",
         {**params, "user": user},
     ):

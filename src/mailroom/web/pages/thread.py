@@ -97,7 +97,9 @@ def thread_page(request: Request, user: SignedIn) -> Response:
         ids_ = list(
             session.scalars(
                 select(Message.id)
-                .where(Message.thread_id == thread_id, Message.user_id == user.user_id)
+                # "+ 0": look the thread's messages up by the thread index; SQLite
+                # would otherwise walk every message of the user in received order.
+                .where(Message.thread_id == thread_id, Message.user_id + 0 == user.user_id)
                 .order_by(Message.received_at, Message.id)
             )
         )
