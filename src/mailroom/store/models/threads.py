@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, false
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -22,7 +22,16 @@ class Thread(Base):
     """A conversation of one user, possibly spanning several accounts."""
 
     __tablename__ = "threads"
-    __table_args__ = (Index("ix_threads_user_id_last_message_at", "user_id", "last_message_at"),)
+    __table_args__ = (
+        Index("ix_threads_user_id_last_message_at", "user_id", "last_message_at"),
+        # The unread counts of the sidebar and the tabs bar (migration 0013).
+        Index(
+            "ix_threads_user_id_unread",
+            "user_id",
+            postgresql_where=text("unread_count > 0"),
+            sqlite_where=text("unread_count > 0"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
