@@ -43,7 +43,7 @@ from mailroom.rules.model import RuleSpec
 from mailroom.store.models import ApiToken, Message, User
 from mailroom.store.reader import as_reader
 from mailroom.web.pages.common import context, page, read_form, same_token, signed_in
-from mailroom.web.pages.layout import DENSITIES, density, layout, render
+from mailroom.web.pages.layout import DENSITIES, layout, render
 from mailroom.web.pages.operators import is_admin
 from mailroom.web.prefs import marks_read_on_open
 from mailroom.web.sessions import SignedIn
@@ -82,7 +82,7 @@ def _settings_page(request: Request, user: SignedIn, status: int = 200, **values
         "settings.html",
         status,
         tabs=[(tab, tab not in off) for tab in CATEGORIES if tab != PRIMARY],
-        density=density(prefs),
+        density=frame.density,
         densities=DENSITIES,
         mark_read=marks_read_on_open(prefs),
         timezone=str(prefs.get("timezone") or "UTC"),
