@@ -47,6 +47,12 @@ def served(
     yield from serve_store(store, tmp_path)
 
 
+@pytest.fixture
+def site(served: Served) -> str:
+    """Against the `mailroom serve` subprocess: its lane sends to the sink."""
+    return served.base
+
+
 def _send(page: Page) -> None:
     page.get_by_role("button", name="Send").click()
     page.wait_for_url("**/compose/sent/*")
