@@ -18,8 +18,10 @@ import pytest
 from mailroom.config import Settings
 from mailroom.jmap.app import JmapConfig
 from mailroom.jmap.submission_policy import SubmissionPolicy
+from mailroom.jmap.submitting import KIND
 from mailroom.outbound.filing import file_sent
 from mailroom.outbound.hooks import AFTER_SENT
+from mailroom.outbound.lanes import lane_for
 from mailroom.outbound.sender import Sender
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, utcnow
@@ -66,8 +68,12 @@ class Sending:
         full = [[n, {"accountId": self.client.account, **a}, c] for n, a, c in calls]
         return self.client.calls(*full, using=USING)
 
-    def run_lane(self, lane: str = "calm") -> int:
-        """One run of the lane worker at the clock's time; how many it handed over."""
+    def run_lane(self, lane: str | None = None) -> int:
+        """One run of the lane worker at the clock's time; how many it handed over.
+
+        The lane is by default the one JMAP mail is queued in (its kind's lane).
+        """
+        lane = lane or lane_for(KIND, self.settings.lane_kind_map)
         return Sender(self.store, self.settings, clock=self.clock).run_lane(lane)
 
     def mailbox(self, role: str) -> str:

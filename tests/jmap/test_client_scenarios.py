@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from mailroom.jmap.submitting import KIND
+from mailroom.outbound.lanes import lane_for
 from mailroom.outbound.sender import Sender
 from mailroom.store.engine import Store
 from tests.factories import make_message
@@ -320,7 +322,9 @@ def test_jmapc_sends_a_draft(
         assert isinstance(moved, EmailSetResponse) and moved.updated == {draft_id: None}
         created = submitted.created["send"]
         assert created is not None and created.undo_status == UndoStatus.PENDING
-        assert Sender(store, sending_settings(tmp_path)).run_lane("calm") == 1
+        settings = sending_settings(tmp_path)
+        lane = lane_for(KIND, settings.lane_kind_map)
+        assert Sender(store, settings).run_lane(lane) == 1
         (delivered,) = sink.messages
         assert delivered.rcpt_tos == ("walrus@example.net",)
         (sent,) = client.request(EmailSubmissionGet(ids=[created.id])).data
