@@ -33,7 +33,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Dialog, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Dialog, Page, expect, sync_playwright
 
 from mailroom.jmap.app import JmapConfig
 from mailroom.store.engine import Store
@@ -170,11 +170,17 @@ def watch() -> Watch:
     return Watch()
 
 
+# Assertions wait as long as page actions do (Playwright's own default is 5 s, too short
+# for a page answering on a loaded 2-core machine); nothing here waits when the page is ready.
+WAIT_MS = 15_000
+expect.set_options(timeout=WAIT_MS)
+
+
 @pytest.fixture
 def context(chromium: Browser, site: str, watch: Watch) -> Iterator[BrowserContext]:
     """A fresh browser context (no cookies) on ``site``, watched."""
     opened = chromium.new_context(base_url=site)
-    opened.set_default_timeout(15_000)
+    opened.set_default_timeout(WAIT_MS)
     opened.on("page", watch.attach)
     yield opened
     opened.close()
