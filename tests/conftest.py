@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 from mailroom.store.engine import Store, open_store
@@ -63,6 +68,58 @@ def postgres_url() -> Iterator[str]:
     admin.dispose()
 
 
+# Seconds a test's background work gets, after the test, to give its connections back.
+CHECKIN_WAIT = 30.0
+
+
+class CheckoutLog:
+    """Which connections of an engine are checked out, and where that happened."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._out: dict[int, tuple[str, Any]] = {}
+        self._lock = threading.Lock()
+        event.listen(engine, "checkout", self._checked_out)
+        event.listen(engine, "checkin", self._checked_in)
+
+    def _checked_out(self, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        where = _caller(sys._getframe(1))
+        with self._lock:
+            self._out[id(record)] = (where, dbapi_connection)
+
+    def _checked_in(self, _dbapi_connection: Any, record: Any) -> None:
+        with self._lock:
+            self._out.pop(id(record), None)
+
+    def wait_until_all_in(self, timeout: float) -> list[str]:
+        """Wait for every connection to come back; where the ones still out were taken.
+
+        Those are closed here, so they cannot warn in a later test.
+        """
+        deadline = time.monotonic() + timeout
+        while self._out and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with self._lock:
+            left, self._out = list(self._out.values()), {}
+        for _, dbapi_connection in left:
+            dbapi_connection.close()
+        return [where for where, _ in left]
+
+
+_OURS = (str(ROOT / "src"), str(ROOT / "tests"))
+
+
+def _caller(frame: FrameType | None) -> str:
+    """The thread and the innermost project frames (src/ or tests/) from ``frame`` outwards."""
+    ours: list[str] = []
+    while frame is not None and len(ours) < 4:
+        code = frame.f_code
+        if code.co_filename.startswith(_OURS):
+            where = Path(code.co_filename).relative_to(ROOT)
+            ours.append(f"{where}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back
+    return f"in thread {threading.current_thread().name!r} at {' <- '.join(ours) or '?'}"
+
+
 def _truncate_all(store: Store) -> None:
     names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
     with store.engine.begin() as conn:
@@ -71,7 +128,13 @@ def _truncate_all(store: Store) -> None:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A freshly migrated, empty store — once on SQLite and once on PostgreSQL."""
+    """A freshly migrated, empty store — once on SQLite and once on PostgreSQL.
+
+    At the end every connection the test checked out must be back in the pool
+    (background work gets ``CHECKIN_WAIT`` seconds to finish): one still out
+    fails this test, naming where it was checked out, instead of surfacing
+    later as a ResourceWarning in whichever test the garbage collector runs in.
+    """
     if request.param == "sqlite":
         template = request.getfixturevalue("sqlite_template")
         path = tmp_path / "store.sqlite3"
@@ -81,8 +144,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         url = request.getfixturevalue("postgres_url")
         opened = open_store(url, tmp_path, migrate=False)
         _truncate_all(opened)
+    checkouts = CheckoutLog(opened.engine)
     yield opened
+    left = checkouts.wait_until_all_in(CHECKIN_WAIT)
     opened.dispose()
+    if left:
+        pytest.fail(
+            f"{len(left)} database connection(s) of this test were never given back "
+            f"(checked out {'; '.join(left)}).",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

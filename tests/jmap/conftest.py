@@ -7,6 +7,7 @@ on PostgreSQL. Push streams poll every 0.05 s to keep the tests quick.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
 import socket
@@ -79,6 +80,21 @@ def free_port() -> int:
         return port
 
 
+class _TestServer(uvicorn.Server):
+    """uvicorn that, once shut down, drops the connections still open.
+
+    A TLS client that neither reads nor closes never answers the server's
+    close_notify, so uvicorn's close never finishes: without the abort its
+    socket outlives the event loop and warns in a later test.
+    """
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        for connection in list(self.server_state.connections):
+            connection.transport.abort()
+        await asyncio.sleep(0)  # their connection_lost runs before the loop closes
+
+
 def serve(
     app: Starlette, certfile: Path | None = None, keyfile: Path | None = None
 ) -> Iterator[str]:
@@ -101,7 +117,7 @@ def serve(
         ssl_keyfile=str(keyfile) if keyfile else None,
         timeout_graceful_shutdown=2,
     )
-    runner = uvicorn.Server(config)
+    runner = _TestServer(config)
     thread = threading.Thread(target=runner.run, args=([listener],), daemon=True)
     try:
         thread.start()
