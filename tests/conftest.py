@@ -132,8 +132,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
     At the end every connection the test checked out must be back in the pool
     (background work gets ``CHECKIN_WAIT`` seconds to finish): one still out
-    is closed and reported (the test fails under MAILROOM_TEST_STRICT_CHECKIN=1), naming where it was checked out, instead of surfacing
-    later as a ResourceWarning in whichever test the garbage collector runs in.
+    is closed and reported with where it was checked out (the test fails under
+    MAILROOM_TEST_STRICT_CHECKIN=1), instead of surfacing later as a
+    ResourceWarning in whichever test the garbage collector runs in.
     """
     if request.param == "sqlite":
         template = request.getfixturevalue("sqlite_template")
