@@ -35,10 +35,14 @@ def test_a_holder_that_loses_its_connection_loses_the_lease(store: Store) -> Non
     try:
         assert first.hold()
         with store.session() as session:
+            # Only this database's holder (other test runs share the server), and
+            # waiting until it has ended: the lock is free only then.
             session.execute(
                 text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_locks "
-                    "WHERE locktype = 'advisory' AND classid = :space AND objid = 1"
+                    "SELECT pg_terminate_backend(pid, 60000) FROM pg_locks "
+                    "WHERE locktype = 'advisory' AND classid = :space AND objid = 1 "
+                    "AND database = (SELECT oid FROM pg_database "
+                    "WHERE datname = current_database())"
                 ),
                 {"space": 0x70757368},
             )
