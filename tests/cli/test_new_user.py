@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from mailroom.cli import inspect
 from mailroom.cli.context import head_revision
-from mailroom.cli.main import cli
+from mailroom.cli.main import COMMANDS, cli
 from mailroom.jobs.status import record_failure
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers.netguard import BlockedHostError, UnresolvableHostError, unreachable
@@ -259,3 +259,19 @@ def test_blocked_host_is_said_once_by_sync(tmp_path: Path) -> None:
         "mailroom: lan: host cannot be used: not allowed (private address); ask the operator to "
         "allow-list it in MAILROOM_ALLOWED_PRIVATE_HOSTS"
     ]
+
+
+def test_every_command_module_imports_first_in_a_fresh_process(tmp_path: Path) -> None:
+    """Each command's module loads on its own (no import cycle that only a lucky order hides)."""
+    modules = sorted({target.split(":")[0] for target in COMMANDS.values()})
+    for module in modules:
+        done = subprocess.run(
+            [sys.executable, "-c", f"import {module}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (module, done.stderr)
+    listed = run("--help", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert all(name in listed.stdout for name in COMMANDS)

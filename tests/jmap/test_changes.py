@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
-from mailroom.jmap import prune_changes
+from mailroom.jmap.changes import prune_changes
 from mailroom.labels.resolver import ensure_system_labels, resolve_path
 from mailroom.owners import get_or_create_user
 from mailroom.store.engine import Store

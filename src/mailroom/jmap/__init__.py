@@ -17,9 +17,8 @@ Modules, one concept each:
 * ``push`` — EventSource ``StateChange`` events.
 
 See ``docs/jmap.md`` for what is supported and how to connect a client.
+
+The package imports nothing itself: a module that needs only ``ids`` or
+``identities`` (the CLI's ``send``, the web app) must not pull in the whole
+server and its import cycles.
 """
-
-from mailroom.jmap.app import JmapConfig, jmap_routes
-from mailroom.jmap.changes import prune_changes
-
-__all__ = ["JmapConfig", "jmap_routes", "prune_changes"]
