@@ -14,6 +14,12 @@ keys, Gmail/Graph ids) stay far below it by the providers' own limits.
 
 from mailroom.store.models.base import Base, UtcDateTime, utcnow
 from mailroom.store.models.changes import CHANGE_KINDS, Change
+from mailroom.store.models.gmail import (
+    BACKFILL_PHASES,
+    GmailBackfill,
+    GmailQuotaLimit,
+    GmailQuotaUsage,
+)
 from mailroom.store.models.jmap import (
     ChangeFloor,
     Identity,
@@ -47,6 +53,10 @@ from mailroom.store.models.threads import Thread, ThreadLabel
 from mailroom.store.models.users import Account, ApiToken, User
 
 __all__ = [
+    "BACKFILL_PHASES",
+    "GmailBackfill",
+    "GmailQuotaLimit",
+    "GmailQuotaUsage",
     "SUBMISSION_STATES",
     "Bounce",
     "FailedSend",

@@ -37,4 +37,5 @@ class SkippedMessage(Base):
     reason: Mapped[str] = mapped_column(Text)
     labels: Mapped[list[str]] = mapped_column(JSON, default=list)
     headers: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)  # first seen
+    last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
