@@ -28,42 +28,23 @@ from sqlalchemy import case, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from mailroom.categories.explaining import addresses_in, tabs_off
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Account, Contact, Label, Message, MessageLabel, User
-
-_ADDRESS_KEYS = ("email", "address", "login", "username")
-
-
-def _addresses_in(settings: Any) -> set[str]:
-    found: set[str] = set()
-    if not isinstance(settings, dict):
-        return found
-    for key in _ADDRESS_KEYS:
-        value = settings.get(key)
-        if isinstance(value, str) and "@" in value:
-            found.add(value.strip().lower())
-    extra = settings.get("addresses")
-    if isinstance(extra, list):
-        found |= {str(v).strip().lower() for v in extra if isinstance(v, str) and "@" in v}
-    return found
 
 
 def owner_addresses(session: Session, user_id: int) -> frozenset[str]:
     """The owner's own mail addresses, from account and user settings (lower-case)."""
     found: set[str] = set()
     for settings in session.scalars(select(Account.settings).where(Account.user_id == user_id)):
-        found |= _addresses_in(settings)
-    found |= _addresses_in(session.scalar(select(User.settings).where(User.id == user_id)))
+        found |= addresses_in(settings)
+    found |= addresses_in(session.scalar(select(User.settings).where(User.id == user_id)))
     return frozenset(found)
 
 
 def switched_off(session: Session, user_id: int) -> frozenset[str]:
     """The tabs the owner switched off (``users.settings["categories_off"]``)."""
-    settings = session.scalar(select(User.settings).where(User.id == user_id)) or {}
-    value = settings.get("categories_off") if isinstance(settings, dict) else None
-    if not isinstance(value, list):
-        return frozenset()
-    return frozenset(str(v) for v in value)
+    return tabs_off(session.scalar(select(User.settings).where(User.id == user_id)))
 
 
 def sent_label_id(session: Session, user_id: int) -> int | None:

@@ -6,6 +6,9 @@ in ``message_bodies.headers``, the message's labels (a Gmail
 account), the owner's correspondents, own addresses and switched-off tabs —
 so the decision is the one ingest made, without refetching anything.
 
+``explain`` (in :mod:`.explaining`, re-exported here) reads the same facts
+with plain SQL, so a read command answers it without the ORM.
+
 ``recategorize`` rewrites the message columns that changed and then the
 tabs of their threads with ``conversations.refresh.refresh_categories``,
 returning only the threads whose tab changed; every caller records those as
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
+from mailroom.categories.cascade import CategoryFacts, categorize
 from mailroom.categories.correspondents import (
     correspondents_among,
     owner_addresses,
@@ -29,8 +32,10 @@ from mailroom.categories.correspondents import (
     sent_label_id,
     switched_off,
 )
+from mailroom.categories.explaining import Explanation as Explanation  # re-exported
+from mailroom.categories.explaining import explain as explain  # re-exported
+from mailroom.categories.explaining import first_headers
 from mailroom.conversations.refresh import refresh_categories
-from mailroom.errors import NotFoundError
 from mailroom.store import changelog
 from mailroom.store.chunks import in_chunks
 from mailroom.store.headers import stored_headers
@@ -53,15 +58,6 @@ class OwnerContext:
             switched_off(session, user_id),
             sent_label_id(session, user_id),
         )
-
-
-def first_headers(headers: Sequence[Sequence[str]]) -> dict[str, str]:
-    """Lower-cased header name → its first value (what the cascade looks at)."""
-    found: dict[str, str] = {}
-    for pair in headers:
-        if len(pair) == 2:
-            found.setdefault(str(pair[0]).lower(), str(pair[1]))
-    return found
 
 
 def stored_facts(
@@ -194,59 +190,3 @@ def backfill_categories(session: Session, user_id: int) -> BackfillResult:
     contacts, added = rebuild_contacts(session, user_id)
     session.flush()
     return BackfillResult(contacts, len(added), recategorize(session, user_id))
-
-
-@dataclass(frozen=True, slots=True)
-class Explanation:
-    """Why a message is in its tab: the live decision, a rule's filing, the thread's tab."""
-
-    message_id: int
-    decision: CategoryDecision
-    rule_category: str | None
-    thread_id: int | None
-    thread_category: str | None
-    thread_pinned: bool
-
-    @property
-    def tab(self) -> str:
-        """The tab the message itself counts for (a rule's filing wins)."""
-        return self.rule_category or self.decision.category
-
-    def lines(self) -> list[str]:
-        """The "why is this here?" text, one sentence per line."""
-        out = [self.decision.explain()]
-        if self.rule_category:
-            out.append(
-                f"Filed into {self.rule_category.capitalize()} by one of your rules "
-                "(the sender's authentication passed)."
-            )
-        if self.thread_id is not None and self.thread_category:
-            pinned = " (pinned by you)" if self.thread_pinned else ""
-            out.append(
-                f"Its conversation {self.thread_id} is in "
-                f"{self.thread_category.capitalize()}{pinned}: a conversation takes the tab "
-                "of its newest message unless pinned."
-            )
-        return out
-
-
-def explain(session: Session, user_id: int, message_id: int) -> Explanation:
-    """Recompute, from stored data, which tab a message belongs in and why."""
-    row = session.execute(
-        select(Message.rule_category, Message.thread_id).where(
-            Message.id == message_id, Message.user_id + 0 == user_id
-        )
-    ).one_or_none()
-    if row is None:
-        raise NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
-    context = OwnerContext.load(session, user_id)
-    facts = stored_facts(session, user_id, [message_id], context)[message_id]
-    thread = session.get(Thread, row.thread_id) if row.thread_id is not None else None
-    return Explanation(
-        message_id=message_id,
-        decision=categorize(facts),
-        rule_category=row.rule_category,
-        thread_id=row.thread_id,
-        thread_category=thread.category if thread else None,
-        thread_pinned=bool(thread and thread.category_pinned),
-    )

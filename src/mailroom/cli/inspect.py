@@ -230,11 +230,9 @@ def labels_command(app: AppContext, owner: str) -> None:
 @plain_errors
 def explain_command(app: AppContext, message: int, owner: str) -> None:
     """Say which inbox tab a message is in and why (recomputed from stored data)."""
-    from mailroom.categories.recompute import explain
-    from mailroom.owners import get_user
+    from mailroom.categories.explaining import explain
 
-    with app.existing_store.session() as session:
-        user = get_user(session, owner)
-        why = explain(session, user.id, message)
+    reader = app.reader
+    why = explain(reader, user_id(reader, owner), message)
     for line in why.lines():
         click.echo(line)
