@@ -506,7 +506,7 @@ class _Session:
         if upper == "RFC822":
             self._mark_seen(message)
             return b"RFC822 " + _literal(message.raw)
-        if upper.startswith("BODY[") or upper.startswith("BODY.PEEK["):
+        if upper.startswith(("BODY[", "BODY.PEEK[")):
             peek = upper.startswith("BODY.PEEK[")
             section = item[item.index("[") + 1 : item.rindex("]")]
             if not peek:
