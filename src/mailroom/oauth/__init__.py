@@ -1,0 +1,36 @@
+"""OAuth 2 for mail providers: the installed-app sign-in and tokens that stay valid.
+
+Provider-neutral; Gmail and Microsoft differ only in their
+:class:`~mailroom.oauth.endpoints.OAuthEndpoints`. One concept per module:
+
+``pkce``         the PKCE verifier and its S256 challenge (RFC 7636)
+``state``        the HMAC-signed, expiring ``state`` bound to one flow
+``endpoints``    each provider's authorize/token URLs, scopes, extra parameters
+``transport``    POSTing to a token endpoint through the SSRF guard
+``tokens``       the token set, the code exchange and the refresh grant
+``loopback``     the one-shot listener on 127.0.0.1 that receives the redirect
+``flow``         the installed-app flow: URL, browser, code exchange (RFC 8252)
+``credentials``  the account's plain settings and its sealed tokens
+``source``       ``TokenSource``: a valid access token, refreshed and persisted
+``connect``      connecting / reconnecting an account (checks, flow, row)
+``secretfile``   reading a client secret from a file
+``cli``          ``mailroom account add gmail`` / ``microsoft``
+``providers``    the registry entries offering those commands
+"""
+
+from mailroom.oauth.endpoints import GOOGLE, MICROSOFT, OAuthEndpoints, microsoft
+from mailroom.oauth.flow import run_installed_app_flow
+from mailroom.oauth.source import TokenSource
+from mailroom.oauth.tokens import OAuthClient, TokenEndpoint, TokenSet
+
+__all__ = [
+    "GOOGLE",
+    "MICROSOFT",
+    "OAuthClient",
+    "OAuthEndpoints",
+    "TokenEndpoint",
+    "TokenSet",
+    "TokenSource",
+    "microsoft",
+    "run_installed_app_flow",
+]
