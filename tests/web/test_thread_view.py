@@ -4,7 +4,9 @@ remote images, inline images, attachments, the plain-text fallback, "why is this
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from email.message import EmailMessage
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -13,7 +15,7 @@ from sqlalchemy import select
 from mailroom.labels.operations import Operations
 from mailroom.store.engine import Store
 from mailroom.store.models import Message, User
-from tests.factories import make_message
+from tests.factories import BASE_TIME, make_message
 from tests.helpers import ingest, make_account
 from tests.web.conftest import add_user, browser, csrf_of, sign_in
 from tests.web.thread_support import signed_in_me, thread_id_of  # noqa: F401  (fixture `me`)
@@ -75,7 +77,14 @@ def test_older_messages_fold_opening_marks_read_and_explains(
     assert "<details open>" in _message(page.text, second)
     assert "<details open>" in _message(page.text, third)
     assert _unread(store, first, second, third) == [False, False, False]
-    assert "Why is this here?" in page.text and "Primary: decided by default." in page.text
+    assert "Why is this here?" in page.text and "decided by default" not in page.text
+    thread = thread_id_of(store, "a@x")
+    why = me.get(f"/threads/{thread}/why")
+    assert why.status_code == 200 and "<li>Primary: decided by default.</li>" in why.text
+    assert "<html" not in why.text  # the list alone, for the page's <details>
+    answered = me.get(f"/threads/{thread}?why=1").text  # without script: the page itself
+    assert '<details class="why" open>' in answered
+    assert "Primary: decided by default." in answered
     assert '<pre class="message-text">Hi there.' in page.text  # no HTML: the text itself
 
 
@@ -170,3 +179,45 @@ def test_inline_images_come_from_the_message_and_attachments_download(
         assert bob.get(link.group(1)).status_code == 404
         assert bob.get(f"/messages/{message}/html").status_code == 404
         assert bob.get(f"/threads/{thread_id_of(store, 'att@x')}").status_code == 404
+
+
+def test_times_are_shown_in_the_users_time_zone(
+    store: Store, account: tuple[int, int, int], me: httpx.Client
+) -> None:
+    """A message's time is the user's wall-clock time, with the zone's abbreviation."""
+    ingest(store, account, [("t", make_message("t@x", subject="Zone"))])
+    page = me.get(f"/threads/{thread_id_of(store, 't@x')}").text
+    utc = BASE_TIME.astimezone(UTC)
+    assert f">{utc:%Y-%m-%d %H:%M} UTC</time>" in page
+    with store.session() as session:
+        user = session.get(User, account[0])
+        assert user is not None
+        user.settings = {**user.settings, "timezone": "Asia/Kolkata"}
+    page = me.get(f"/threads/{thread_id_of(store, 't@x')}").text
+    local = BASE_TIME.astimezone(ZoneInfo("Asia/Kolkata"))
+    assert f">{local:%Y-%m-%d %H:%M} IST</time>" in page
+
+
+def test_newer_and_older_conversations_of_the_list_it_came_from(
+    store: Store, account: tuple[int, int, int], me: httpx.Client
+) -> None:
+    """The thread page links the conversations next to it in its list (j/k), keeping back."""
+    ingest(
+        store,
+        account,
+        [(n, make_message(f"{n}@x", subject=f"Topic {n}", minutes=i)) for i, n in enumerate("abc")],
+    )
+    old, middle, new = (thread_id_of(store, f"{n}@x") for n in "abc")
+    page = me.get(f"/threads/{middle}").text
+    assert f'href="/threads/{new}" class="newer-thread"' in page
+    assert f'href="/threads/{old}" class="older-thread"' in page
+    assert "newer-thread" not in me.get(f"/threads/{new}").text
+    assert "older-thread" not in me.get(f"/threads/{old}").text
+    with store.session() as session:
+        Operations(session, account[0]).archive(_ids(store, "b@x"))
+    archived = me.get(f"/threads/{middle}", params={"back": "/mail/archive"}).text
+    assert "newer-thread" not in archived and "older-thread" not in archived  # alone there
+    inbox = me.get(f"/threads/{old}").text  # the archived one is no neighbour in the Inbox
+    assert f'href="/threads/{new}" class="newer-thread"' in inbox
+    searched = me.get(f"/threads/{old}", params={"back": "/search?q=topic"}).text
+    assert "newer-thread" not in searched  # results are not a mailbox view

@@ -52,7 +52,13 @@ from mailroom.web.pages.live import session_user, sidebar
 from mailroom.web.pages.mailbox import box, inbox, label
 from mailroom.web.pages.search import search
 from mailroom.web.pages.signin import signin, signin_form, signout
-from mailroom.web.pages.thread import allow_sender_images, attachment, message_html, thread_page
+from mailroom.web.pages.thread import (
+    allow_sender_images,
+    attachment,
+    message_html,
+    thread_page,
+    thread_why,
+)
 from mailroom.web.sessions import DEFAULT_LIFETIME
 
 STATIC = Path(__file__).parent / "static"
@@ -85,6 +91,7 @@ def create_app(
             Route("/label/{label_id:int}", label, methods=["GET"]),
             Route("/search", search, methods=["GET"]),
             Route("/threads/{thread_id:int}", thread_page, methods=["GET"]),
+            Route("/threads/{thread_id:int}/why", thread_why, methods=["GET"]),
             Route("/threads/{thread_id:int}/draft", open_draft, methods=["GET"]),
             Route("/messages/{message_id:int}/html", message_html, methods=["GET"]),
             Route("/compose", compose_page, methods=["GET"]),

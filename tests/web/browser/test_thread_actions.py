@@ -151,3 +151,27 @@ def test_snooze_a_thread_and_undo_an_archive(inbox: Page, store: Store, watch: W
     expect(inbox.locator("#toast")).to_contain_text("Undone.")
     expect(_row(inbox, sale)).to_have_count(1)
     assert watch.problems == []
+
+
+def test_j_and_k_in_a_conversation_and_why_it_is_here(
+    inbox: Page, store: Store, watch: Watch
+) -> None:
+    """In a conversation j opens the older one of its list and k the newer one; opening
+    "Why is this here?" fetches the reasons in place."""
+    inbox.goto("/mail/all")
+    rows = inbox.locator("li.thread a.thread-link")
+    expect(rows).to_have_count(5)
+    rows.nth(0).click()
+    heading = inbox.locator("h1.thread-subject")
+    expect(heading).to_be_visible()
+    newest = heading.inner_text()
+    inbox.keyboard.press("j")
+    expect(heading).not_to_have_text(newest)
+    assert "back=%2Fmail%2Fall" in inbox.url
+    inbox.keyboard.press("k")
+    expect(heading).to_have_text(newest)
+    why = inbox.locator("details.why")
+    why.locator("summary").click()
+    expect(why.locator("li").first).to_contain_text("Forums: decided by forums")
+    expect(why.get_by_role("link", name="Show the reasons")).to_have_count(0)
+    assert watch.problems == []

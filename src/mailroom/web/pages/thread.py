@@ -3,7 +3,10 @@
 =======================================  ======================================
 ``GET  /threads/{id}``                   the thread (``?back=`` the list it came
                                          from, ``?images=<message id>`` shows that
-                                         message's remote images)
+                                         message's remote images, ``?why=1`` with
+                                         "why is this here?" answered)
+``GET  /threads/{id}/why``               that answer alone (what the page's
+                                         ``<details>`` loads when it is opened)
 ``GET  /messages/{id}/html``             the message's frame document
                                          (``?images=1``: with remote images)
 ``GET  /messages/{id}/parts/{part}``     an attachment, as a download
@@ -30,6 +33,7 @@ keeps a fixed height and scrolls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -46,7 +50,8 @@ from mailroom.jmap.bodies import find_part, parse_structure, part_content
 from mailroom.labels.operations import Operations
 from mailroom.reading import message_detail
 from mailroom.store.models import Blob, Message, Thread, ThreadLabel
-from mailroom.store.reader import as_reader
+from mailroom.store.reader import as_reader, stamp
+from mailroom.web.display import full_time
 from mailroom.web.frame import FRAME_CSP, FRAME_CSP_IMAGES, INLINE_TYPES, frame_html, wants_inline
 from mailroom.web.pages.actions import toolbar
 from mailroom.web.pages.common import (
@@ -57,7 +62,8 @@ from mailroom.web.pages.common import (
     same_token,
     signed_in,
 )
-from mailroom.web.pages.layout import layout, render
+from mailroom.web.pages.layout import Layout, layout, render
+from mailroom.web.pages.neighbours import neighbours
 from mailroom.web.prefs import allow_images_from, marks_read_on_open, shows_images_from
 from mailroom.web.sessions import SignedIn
 
@@ -71,6 +77,7 @@ class Shown:
     blocked: int  # remote images held back
     images: bool  # its remote images are shown
     frame: str  # the frame's URL ("" when the message has no HTML)
+    when: str  # received, in the user's time zone
     recipients: str  # "To: …  Cc: …"
     images_href: str  # this thread with this message's remote images shown
 
@@ -111,8 +118,11 @@ def thread_page(request: Request, user: SignedIn) -> Response:
                 Operations(session, user.user_id).mark_read(unread)
                 frame = layout(as_reader(session), request, user, "")
         images = request.query_params.get("images", "")
-        shown = _shown(details, frame.owner.settings, images, f"/threads/{thread_id}", back)
-        why = explain(session, user.user_id, ids_[-1]).lines() if ids_ else []
+        path = f"/threads/{thread_id}"
+        shown = _shown(details, frame, images, path, back)
+        # The explanation costs as much as the rest of the page: it is worked out
+        # when asked for (the <details> loads /why when opened; ?why=1 without script).
+        why = _why(session, user.user_id, ids_) if request.query_params.get("why") else None
         roles = {v: k for k, v in frame.roles.items()}
         present = {
             roles[lid]
@@ -123,12 +133,16 @@ def thread_page(request: Request, user: SignedIn) -> Response:
         }
         here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         bar = toolbar(frame, [thread_id], back=back, here=here, present=present)
+        around = neighbours(as_reader(session), frame, thread, back)
     return render(
         frame,
         "thread.html",
         thread=thread,
         messages=shown,
         why=why,
+        why_href=f"{path}?{urlencode({'why': '1', **({'back': back} if back != '/' else {})})}",
+        has_messages=bool(ids_),
+        around=around,
         back=back,
         here=here,
         bar=bar,
@@ -136,9 +150,33 @@ def thread_page(request: Request, user: SignedIn) -> Response:
     )
 
 
+def _why(session: Session, user_id: int, message_ids: list[int]) -> list[str]:
+    """Why the thread is in its tab: explain()'s sentences for its newest message."""
+    return explain(session, user_id, message_ids[-1]).lines() if message_ids else []
+
+
+@signed_in
+def thread_why(request: Request, user: SignedIn) -> Response:
+    """GET /threads/N/why: the "why is this here?" list of one of the user's threads."""
+    thread_id = request.path_params["thread_id"]
+    with context(request).store.session() as session:
+        thread = session.get(Thread, thread_id)
+        if thread is None or thread.user_id != user.user_id:
+            return page("missing.html", 404, what=f"thread {thread_id}", user=user)
+        newest = session.scalars(
+            select(Message.id)
+            .where(Message.thread_id == thread_id, Message.user_id + 0 == user.user_id)
+            .order_by(Message.received_at.desc(), Message.id.desc())
+            .limit(1)
+        ).all()
+        lines = _why(session, user.user_id, list(newest))
+    return page("_why.html", why=lines)
+
+
 def _shown(
-    details: list[dict[str, Any]], settings: dict[str, Any], images: str, path: str, back: str
+    details: list[dict[str, Any]], frame: Layout, images: str, path: str, back: str
 ) -> list[Shown]:
+    settings, zone = frame.owner.settings, frame.zone
     shown = []
     for index, detail in enumerate(details):
         html = detail["sanitized_html"]
@@ -159,11 +197,18 @@ def _shown(
                 blocked,
                 allowed,
                 url,
+                full_time(_received(detail), zone),
                 recipients,
                 f"{path}?{urlencode(query)}",
             )
         )
     return shown
+
+
+def _received(detail: dict[str, Any]) -> datetime:
+    received = stamp(detail["received_at"])
+    assert received is not None  # every stored message has a received time
+    return received
 
 
 def _inline_parts(session: Session, message_id: int, attachments: list[Any]) -> dict[str, Any]:

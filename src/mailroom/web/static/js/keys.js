@@ -65,9 +65,15 @@
     if (links.length) links[links.length - 1].click();
   }
 
+  // In a list j/k move the cursor; in a conversation they open the older / newer one.
+  function step(by, link) {
+    const neighbour = rows().length ? null : document.querySelector(link);
+    if (neighbour) neighbour.click(); else moveCursor(by);
+  }
+
   const simple = {
-    j: () => moveCursor(1),
-    k: () => moveCursor(-1),
+    j: () => step(1, "a.older-thread"),
+    k: () => step(-1, "a.newer-thread"),
     o: () => { const row = currentRow(); const link = row && row.querySelector("a.thread-link"); if (link) link.click(); },
     u: () => { const back = document.querySelector(".back-link"); if (back) back.click(); },
     x: () => { const row = currentRow(); const box = row && row.querySelector(".select-thread"); if (box) box.click(); },
