@@ -64,7 +64,7 @@ def build_store(url: str) -> tuple[int, str]:
     from mailroom.owners import get_user
     from mailroom.providers.local import import_path
     from mailroom.store import open_store
-    from mailroom.store.models import Message, ThreadLabel
+    from mailroom.store.models import Account, Message, ThreadLabel
 
     store = open_store(url)
     try:
@@ -97,6 +97,10 @@ def build_store(url: str) -> tuple[int, str]:
                 .order_by(func.count().desc())
                 .limit(1)
             )
+            # The compose shot shows a From line: the imported account gets the address a
+            # connected account has (a local import names none, so it could not send).
+            account = session.scalars(select(Account).where(Account.user_id == user.id)).one()
+            account.settings = {**(account.settings or {}), "email": "me@example.org"}
             operations = Operations(session, user.id)
             operations.mark_read(operations.messages_of_threads(recent), read=False)
             operations.star(operations.messages_of_threads(recent[1 : 1 + STARRED_THREADS]))
