@@ -1,26 +1,18 @@
-"""Adding, listing and removing the owner's rules (the ``rules`` table)."""
+"""Adding, listing and removing the owner's rules (the ``rules`` table).
+
+Listing is :mod:`.listing`'s (plain SQL, for the read path), re-exported here.
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from mailroom.errors import NotFoundError, RuleError
-from mailroom.rules.model import RuleSpec, parse_rule
+from mailroom.errors import NotFoundError
+from mailroom.rules.listing import StoredRule as StoredRule  # re-exported
+from mailroom.rules.listing import list_rules as list_rules  # re-exported
+from mailroom.rules.model import RuleSpec
 from mailroom.store.models import Rule
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRule:
-    """A rule as stored, with its id, order and whether it is on."""
-
-    id: int
-    position: int
-    enabled: bool
-    spec: RuleSpec | None  # None when the stored JSON no longer validates
-    problem: str | None = None
 
 
 def add_rule(session: Session, user_id: int, spec: RuleSpec) -> int:
@@ -37,20 +29,6 @@ def add_rule(session: Session, user_id: int, spec: RuleSpec) -> int:
     session.add(rule)
     session.flush()
     return rule.id
-
-
-def list_rules(session: Session, user_id: int) -> list[StoredRule]:
-    """The user's rules in the order they run."""
-    found = []
-    for rule in session.scalars(
-        select(Rule).where(Rule.user_id == user_id).order_by(Rule.position, Rule.id)
-    ):
-        try:
-            spec, problem = parse_rule(rule.name, rule.conditions, rule.actions), None
-        except RuleError as exc:
-            spec, problem = None, str(exc)
-        found.append(StoredRule(rule.id, rule.position, rule.enabled, spec, problem))
-    return found
 
 
 def remove_rule(session: Session, user_id: int, rule_id: int) -> None:
