@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "worker": "mailroom.cli.workers:worker_command",
     "supervisor": "mailroom.cli.workers:supervisor_command",
     "outbound": "mailroom.cli.outbound:outbound_group",
+    "gmail": "mailroom.cli.gmail:gmail_group",
 }
 
 # Commands whose processes are the engine: the operator log is their audience. A
