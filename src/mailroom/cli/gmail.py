@@ -48,7 +48,7 @@ def _gmail_accounts(session: Session, owner: str, name: str | None) -> list[Acco
         account = get_account(session, owner, name)
         if account.provider != GMAIL:
             raise NotFoundError(
-                f"The account {name!r} is a {account.provider} account, not a Gmail account."
+                f"The account {name!r} is not a Gmail account (its provider is {account.provider})."
             )
         return [account]
     user = get_user(session, owner)
