@@ -346,7 +346,7 @@ class Mailbox:
             for label in self.labels.values()
         )
 
-    def create_label(self, name: str, **fields: Any) -> Label:
+    def create_label(self, name: str, fields: dict[str, Any] | None = None) -> Label:
         """A new user label (409 if the name exists, case-insensitively)."""
         with self.lock:
             name = (name or "").strip()
@@ -357,7 +357,7 @@ class Mailbox:
             if len(self.labels) >= MAX_LABELS:
                 raise invalid_argument("Too many labels")
             label = Label(f"Label_{next(self._label_numbers)}", name, "user")
-            self._apply_label_fields(label, fields)
+            self._apply_label_fields(label, fields or {})
             self.labels[label.id] = label
             return label
 

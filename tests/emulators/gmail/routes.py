@@ -193,7 +193,7 @@ class Routes:
 
     def create_label(self, query: Query, body: Any) -> Result:
         fields = _object(body)
-        label = self.mailbox.create_label(str(fields.get("name") or ""), **fields)
+        label = self.mailbox.create_label(str(fields.get("name") or ""), fields)
         return 200, self._label_resource(label.id)
 
     def patch_label(self, label_id: str, query: Query, body: Any) -> Result:

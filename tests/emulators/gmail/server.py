@@ -100,6 +100,8 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
 
 def serve_in_thread(server: EmulatorHTTPServer) -> threading.Thread:
     """Run ``server`` on a daemon thread; ``server.shutdown()`` stops it."""
-    thread = threading.Thread(target=server.serve_forever, name="gmail-emulator", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.05,), name="gmail-emulator", daemon=True
+    )
     thread.start()
     return thread

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import traceback
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from tests.emulators.gmail.batch import InnerRequest, InnerResponse, parse_batch, render_batch
 from tests.emulators.gmail.errors import (
     ApiError,
+    backend_error,
     delegation_denied,
     fault,
     invalid_argument,
@@ -145,6 +147,9 @@ class GmailService:
             reply = json_reply(status, value)
         except ApiError as error:
             reply = error_reply(error)
+        except Exception:  # an emulator bug: Google's 500, and the traceback for the tests
+            traceback.print_exc()
+            reply = error_reply(backend_error())
         self._log(LoggedRequest(verb, path, query, reply.status, units, method, in_batch))
         return reply
 
