@@ -32,13 +32,15 @@ from starlette.routing import Route
 from mailroom.cli.accounts import account_reason, outgoing_server
 from mailroom.cli.smtp_options import SmtpOptions, resolve_outgoing, save_outgoing
 from mailroom.errors import ConfigError
+from mailroom.listing import owner
 from mailroom.outbound.smtp_settings import SECURITY_MODES
 from mailroom.owners import disconnect_account
 from mailroom.providers.facts import importing
 from mailroom.providers.imap.account import TLS_MODES, add_imap_account
 from mailroom.providers.imap.autodiscover import Discoverer, Discovery
 from mailroom.store.models import Account, SyncState
-from mailroom.store.reader import as_reader
+from mailroom.store.reader import as_reader, stamp
+from mailroom.web.display import user_zone
 from mailroom.web.pages.common import context, page, read_form, same_token, signed_in
 from mailroom.web.pages.layout import layout, render
 from mailroom.web.pages.operators import is_admin, web_settings
@@ -120,7 +122,7 @@ def _view(account: Account, last_sync: datetime | None) -> AccountView:
         importing=importing(account.provider, account.status, account.import_finished_at),
         done=min(account.import_done or 0, account.import_total or 0),
         total=account.import_total or 0,
-        last_sync=last_sync,
+        last_sync=stamp(last_sync),
         outgoing=outgoing_server(account.settings or {}),
     )
 
@@ -145,6 +147,7 @@ def accounts_page(request: Request, user: SignedIn) -> Response:
         "accounts.html",
         accounts=views,
         poll=POLL_SECONDS,
+        zone=frame.zone,
         notice=notice,
         admin=is_admin(request, user),
     )
@@ -159,9 +162,10 @@ def account_state(request: Request, user: SignedIn) -> Response:
             for v in account_views(session, user.user_id)
             if v.id == request.path_params["account_id"]
         ]
+        zone = user_zone(owner(as_reader(session), user.user_id).settings)
     if not views:
         return page("missing.html", 404, user=user, what="account")
-    return page("_account.html", account=views[0], user=user, poll=POLL_SECONDS)
+    return page("_account.html", account=views[0], user=user, poll=POLL_SECONDS, zone=zone)
 
 
 @signed_in
