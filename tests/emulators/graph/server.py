@@ -193,7 +193,10 @@ class GraphEmulator:
         self._server = _Server((self.host, self.port), self)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="graph-emulator", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="graph-emulator",
+            daemon=True,
         )
         self._thread.start()
         return self
