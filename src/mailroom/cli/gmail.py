@@ -17,7 +17,7 @@ import click
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.cli.context import AppContext, format_option, pass_app, plain_errors
 from mailroom.errors import NotFoundError
 from mailroom.owners import DEFAULT_OWNER, get_account, get_user
 from mailroom.providers.gmail.skipped import (
@@ -123,13 +123,7 @@ def _print_grouped(records: Sequence[SkippedRecord], names: dict[int, str]) -> N
     is_flag=True,
     help="Forget ACCOUNT's skipped messages, so the next listing asks Gmail about them again.",
 )
-@click.option(
-    "--format",
-    "output",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-)
+@format_option("table", "json")
 @pass_app
 @plain_errors
 def skipped_command(

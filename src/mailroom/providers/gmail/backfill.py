@@ -32,7 +32,7 @@ and :func:`save_backfill` move a state in and out of the store, and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select
@@ -145,12 +145,7 @@ def load_backfill(session: Session, account_id: int) -> BackfillState:
     if row is None:
         return BackfillState()
     return BackfillState(
-        phase=row.phase,
-        page_token=row.page_token,
-        attempts=row.attempts,
-        not_before=row.not_before,
-        last_error=row.last_error,
-        finished_at=row.finished_at,
+        **{field.name: getattr(row, field.name) for field in fields(BackfillState)}
     )
 
 
@@ -160,12 +155,8 @@ def save_backfill(session: Session, account_id: int, state: BackfillState) -> No
     if row is None:
         row = GmailBackfill(account_id=account_id)
         session.add(row)
-    row.phase = state.phase
-    row.page_token = state.page_token
-    row.attempts = state.attempts
-    row.not_before = state.not_before
-    row.last_error = state.last_error
-    row.finished_at = state.finished_at
+    for name, value in asdict(state).items():  # the state's fields are the row's columns
+        setattr(row, name, value)
     session.flush()
 
 
