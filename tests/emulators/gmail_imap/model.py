@@ -306,8 +306,9 @@ class GmailModel:
         with self.lock:
             message = self.messages_by_id[msgid]
             message.place = place
-            if place != "all":
+            if place != "all":  # Gmail takes trashed and spam mail out of the inbox
                 message.flags.discard("\\Deleted")
+                message.labels.discard("\\Inbox")
             self._touch(message)
             self._reindex()
 
@@ -371,10 +372,9 @@ class GmailModel:
         """What COPY (and the first half of MOVE) to ``folder`` means in Gmail."""
         with self.lock:
             message = self.messages_by_id[msgid]
-            if folder == TRASH:
-                message.place = "trash"
-            elif folder == SPAM:
-                message.place = "spam"
+            if folder in (TRASH, SPAM):
+                message.place = "trash" if folder == TRASH else "spam"
+                message.labels.discard("\\Inbox")
             else:
                 message.place = "all"
                 label = SYSTEM_FOLDERS[folder][1] if folder in SYSTEM_FOLDERS else folder

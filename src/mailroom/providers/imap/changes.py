@@ -11,6 +11,10 @@ Per folder, cheapest way first:
   against the UIDs stored for the folder.
 * neither — every stored message's flags are fetched and compared, plus the diff.
 
+With Gmail's extensions the same fetch asks for ``X-GM-LABELS`` too (Gmail raises a
+message's mod-sequence when its labels change), and the labels are mirrored
+(:mod:`.gmail_labels`).
+
 A message that vanished from one folder is only *un-located* here; if it was
 moved, the syncer finds it in its new folder in the same sync (it is recognised by
 its provider id and re-located, never deleted and re-created); what is left
@@ -42,6 +46,8 @@ from mailroom.ingest.mirror import (
 )
 from mailroom.providers.imap.connection import FolderStatus, ImapConnection
 from mailroom.providers.imap.fetcher import fetch_envelopes
+from mailroom.providers.imap.gmail_ext import LABELS_ITEM, labels_of, speaks_gmail
+from mailroom.providers.imap.gmail_labels import label_ids, mirror_labels
 from mailroom.providers.imap.mirror import add_locations, apply_flags, normalize_flags
 from mailroom.providers.imap.state import FolderMarks, mark_import
 from mailroom.store.engine import Store
@@ -87,19 +93,23 @@ def scan_changes(
     if conn.qresync and modseq_known and status.highest_modseq == since:
         return outcome  # QRESYNC: expunges bump HIGHESTMODSEQ too, so nothing happened
     flags: dict[int, frozenset[str]] = {}
+    gmail: dict[int, tuple[str, ...]] = {}  # uid -> X-GM-LABELS
+    items = ("UID", "FLAGS", LABELS_ITEM) if speaks_gmail(conn) else ("UID", "FLAGS")
     vanished: set[int] = set()
     if status.exists and modseq_known:
         modifiers = [f"CHANGEDSINCE {since}"]
         if conn.qresync:
             modifiers.append("VANISHED")
             conn.take_vanished()
-        data = conn.fetch("1:*", ("UID", "FLAGS"), modifiers)
+        data = conn.fetch("1:*", items, modifiers)
         flags = {uid: normalize_flags(d.get(b"FLAGS") or ()) for uid, d in data.items()}
+        gmail = _gmail_labels(data)
         if conn.qresync:
             vanished = set(conn.take_vanished())
     elif status.exists and marks.last_seen_uid:
-        data = conn.fetch(f"1:{marks.last_seen_uid}", ("UID", "FLAGS"))
+        data = conn.fetch(f"1:{marks.last_seen_uid}", items)
         flags = {uid: normalize_flags(d.get(b"FLAGS") or ()) for uid, d in data.items()}
+        gmail = _gmail_labels(data)
     with store.session() as session:
         validity = session.get(Folder, folder_id).uidvalidity  # type: ignore[union-attr]
         assert validity is not None
@@ -110,9 +120,16 @@ def scan_changes(
         if flags:
             where = located(session, folder_id, validity, flags)
             by_message = {where[uid]: f for uid, f in flags.items() if uid in where}
-            outcome.flags_changed = len(
-                apply_flags(session, scope, changes, by_message, defined=status.flags)
-            )
+            changed = apply_flags(session, scope, changes, by_message, defined=status.flags)
+            if gmail:
+                in_all_mail = scope.folder_labels.get(folder_id) is None
+                wanted = {
+                    where[uid]: label_ids(session, scope.user_id, names, in_all_mail=in_all_mail)
+                    for uid, names in gmail.items()
+                    if uid in where
+                }
+                changed |= mirror_labels(session, scope, changes, wanted)
+            outcome.flags_changed = len(changed)
         if vanished:
             affected = remove_locations(
                 session, scope, changes, folder_id, vanished, uidvalidity=validity
@@ -125,6 +142,15 @@ def scan_changes(
         marks.save(folder)
         changes.record(session, scope.user_id)
     return outcome
+
+
+def _gmail_labels(data: dict[int, dict[bytes, object]]) -> dict[int, tuple[str, ...]]:
+    found: dict[int, tuple[str, ...]] = {}
+    for uid, values in data.items():
+        labels = labels_of(values)
+        if labels is not None:
+            found[uid] = labels
+    return found
 
 
 def remap_folder(

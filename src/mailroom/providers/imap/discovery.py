@@ -11,6 +11,10 @@ its label chain) before a message tries to resolve into it.
 * ``\\All``, ``\\Flagged`` and ``\\Important`` are views over other folders (Gmail's
   "All Mail", "Starred"): they are recorded but not synced, so a message is not
   located twice. ``\\Noselect`` folders hold no messages.
+* A server with Gmail's extensions (:mod:`.gmail_ext`) turns this around: All Mail,
+  Spam and Trash are synced and every other folder is a view of All Mail (its
+  label and binding exist, its messages come through ``X-GM-LABELS``). Views with
+  no label of their own (All Mail, Starred, Important, ``[Gmail]``) get none.
 * A folder that disappeared from LIST while a new one appeared with the same
   UIDVALIDITY was **renamed** (servers keep UIDs across RENAME): the row keeps its
   id, marks and locations and moves to the label of its new name. Otherwise a
@@ -44,6 +48,7 @@ from mailroom.ingest.mirror import (
 )
 from mailroom.labels.lifecycle import held_folders
 from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
+from mailroom.providers.imap import gmail_ext
 from mailroom.providers.imap.connection import ImapConnection, ListedFolder
 from mailroom.store.bulk import insert_or_get
 from mailroom.store.models import (
@@ -56,7 +61,14 @@ from mailroom.store.models import (
     utcnow,
 )
 
-__all__ = ["RANK", "DiscoveryResult", "discover", "folder_rank", "syncable_folders"]
+__all__ = [
+    "RANK",
+    "DiscoveryResult",
+    "discover",
+    "folder_label",
+    "folder_rank",
+    "syncable_folders",
+]
 
 SPECIAL_USE_ROLES = {
     "\\sent": "sent",
@@ -122,7 +134,10 @@ def _is_view(special_use: str | None) -> bool:
 def syncable(folder: Folder) -> bool:
     """Whether a folder's messages are synced (selectable and not a view)."""
     state = folder.state or {}
-    return bool(state.get("selectable", True)) and not _is_view(folder.special_use)
+    if not state.get("selectable", True):
+        return False
+    gmail = gmail_ext.synced(folder)
+    return gmail if gmail is not None else not _is_view(folder.special_use)
 
 
 def syncable_folders(session: Session, account_id: int) -> list[Folder]:
@@ -133,6 +148,20 @@ def syncable_folders(session: Session, account_id: int) -> list[Folder]:
         if syncable(f)
     ]
     return sorted(folders, key=folder_rank)
+
+
+def folder_label(session: Session, user_id: int, path: str, delimiter: str | None) -> int:
+    """The label an ordinary folder (no special use) of this path stands for."""
+    return _label_for(session, user_id, path, delimiter, None)
+
+
+def _gmail_label_for(
+    session: Session, user_id: int, listed: ListedFolder, special: str | None
+) -> int | None:
+    """The label of a folder of a Gmail account: views of their own have none."""
+    if not listed.selectable or _is_view(special):
+        return None
+    return _label_for(session, user_id, listed.name, listed.delimiter, special)
 
 
 def _label_for(
@@ -217,6 +246,7 @@ def discover(
 ) -> DiscoveryResult:
     """Bring the account's ``Folder`` rows, labels and bindings in line with LIST."""
     result = DiscoveryResult()
+    gmail = gmail_ext.speaks_gmail(conn)
     listed = {lf.name: lf for lf in conn.list_folders()}
     existing = {
         f.path: f
@@ -260,8 +290,16 @@ def discover(
         state: dict[str, Any] = (
             {"selectable": True} if lf.selectable else {"selectable": False, "import_floor_uid": 1}
         )
-        if _is_view(special):
+        if gmail:
+            state[gmail_ext.STATE_KEY] = True
+        a_view = not _gmail_synced(special) if gmail else _is_view(special)
+        if a_view:  # never synced: no history to import
             state = {**state, "import_floor_uid": 1}
+        label_id = (
+            _gmail_label_for(session, scope.user_id, lf, special)
+            if gmail
+            else _label_for(session, scope.user_id, lf.name, lf.delimiter, special)
+        )
         # Insert-or-get: two first syncs of a new account may discover it at the same time;
         # the loser takes the winner's row as an existing folder.
         folder_id, created = insert_or_get(
@@ -272,7 +310,7 @@ def discover(
                 "path": lf.name,
                 "delimiter": lf.delimiter,
                 "special_use": special,
-                "label_id": _label_for(session, scope.user_id, lf.name, lf.delimiter, special),
+                "label_id": label_id,
                 "state": state,
                 "created_at": utcnow(),
             },
@@ -298,8 +336,11 @@ def discover(
             folder.state = state
         if folder.id in held:
             continue  # its label's rename or destroy is on its way to the server
-        label_id = _label_for(session, scope.user_id, folder.path, folder.delimiter, special)
-        if folder.label_id != label_id:
+        if gmail:
+            label_id = _gmail_label_for(session, scope.user_id, lf, special)
+        else:
+            label_id = _label_for(session, scope.user_id, folder.path, folder.delimiter, special)
+        if label_id is not None and folder.label_id != label_id:
             if folder.label_id is not None:
                 stale_labels.add(folder.label_id)
             _relabel(session, scope, changes, folder, label_id)
@@ -309,6 +350,10 @@ def discover(
     if stale_labels:
         _cleanup_labels(session, stale_labels)
     return result
+
+
+def _gmail_synced(special: str | None) -> bool:
+    return bool(special) and str(special).lower() in gmail_ext.SYNCED_SPECIAL_USE
 
 
 def _bind(session: Session, account_id: int, folders: list[Folder]) -> None:

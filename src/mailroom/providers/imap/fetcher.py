@@ -35,6 +35,8 @@ from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for, known_me
 from mailroom.mime import ParsedMessage
 from mailroom.providers.base import TransientError
 from mailroom.providers.imap.connection import CommandError, FetchData, ImapConnection, uid_set
+from mailroom.providers.imap.gmail_ext import GMAIL_ITEMS, GmailFacts, facts_of, speaks_gmail
+from mailroom.providers.imap.gmail_labels import label_ids, mirror_labels, provider_labels
 from mailroom.providers.imap.identity import (
     ENVELOPE_ITEMS,
     MESSAGE_ID_KEY,
@@ -85,10 +87,13 @@ class Envelope:
     message_id: str | None
     flags: frozenset[str]
     internaldate: datetime | None
+    gmail: GmailFacts | None = None  # when the server speaks Gmail's extensions
 
     @property
     def provider_id(self) -> str | None:
-        """The provider id when the message has a Message-ID (else the body decides)."""
+        """Gmail's X-GM-MSGID, else from the Message-ID (else the body decides)."""
+        if self.gmail is not None:
+            return self.gmail.provider_id
         return provider_id(self.message_id, self.size)
 
 
@@ -121,7 +126,13 @@ def _envelope(uid: int, data: FetchData) -> Envelope:
         message_id=message_id_from_header(data.get(MESSAGE_ID_KEY)),
         flags=normalize_flags(data.get(b"FLAGS") or ()),
         internaldate=when,
+        gmail=facts_of(data),
     )
+
+
+def envelope_items(conn: ImapConnection) -> tuple[str, ...]:
+    """The FETCH items of an envelope (with Gmail's when the server has them)."""
+    return (*ENVELOPE_ITEMS, *GMAIL_ITEMS) if speaks_gmail(conn) else ENVELOPE_ITEMS
 
 
 def _fetch_each(
@@ -150,7 +161,7 @@ def fetch_envelopes(
 ) -> tuple[dict[int, Envelope], dict[int, str]]:
     """Envelopes of the UIDs (missing ones were expunged) and the UIDs that failed."""
     try:
-        data, failed = _fetch_each(conn, uids, ENVELOPE_ITEMS)
+        data, failed = _fetch_each(conn, uids, envelope_items(conn))
     except CommandError as exc:
         return {}, {uids[0]: str(exc)}
     wanted = set(uids)
@@ -187,7 +198,7 @@ def fetch_envelopes_and_bodies(
     bodies: dict[int, bytes] = {}
     for chunk in _size_chunks(sizes, wanted):
         try:
-            data, bad = _fetch_each(conn, chunk, (*ENVELOPE_ITEMS, "BODY.PEEK[]"))
+            data, bad = _fetch_each(conn, chunk, (*envelope_items(conn), "BODY.PEEK[]"))
         except CommandError as exc:
             data, bad = {}, {chunk[0]: str(exc)}
         failed.update(bad)
@@ -253,10 +264,13 @@ def _store(
     relocations: Sequence[tuple[int, int, frozenset[str] | None]],
     items: Sequence[IncomingMessage],
     defined: frozenset[str] | None = None,
+    gmail_labels: Mapping[int, set[int]] | None = None,
 ) -> BatchResult:
     def relocate(session: Session) -> None:
         changes = ChangeSet()
         add_locations(session, scope, changes, folder_id, uidvalidity, relocations, defined=defined)
+        if gmail_labels:
+            mirror_labels(session, scope, changes, gmail_labels)
         changes.record(session, scope.user_id)
 
     return commit_batch(store, scope.account_id, scope.user_id, items, before=relocate)
@@ -297,10 +311,18 @@ def store_page(
     outcome.failed.update(failed)
     outcome.handled.update(u for u in uids if u not in envelopes and u not in failed)  # gone
 
+    label_id = scope.folder_labels.get(folder_id)
     with store.session() as session:
         known = known_messages(
             session, scope.account_id, [e.provider_id for e in envelopes.values() if e.provider_id]
         )
+        # Gmail: the labels X-GM-LABELS gives; a message in All Mail (no folder label)
+        # without any is archived.
+        gmail_labels = {
+            uid: label_ids(session, scope.user_id, e.gmail.labels, in_all_mail=label_id is None)
+            for uid, e in envelopes.items()
+            if e.gmail is not None
+        }
     relocations: list[tuple[int, int, frozenset[str] | None]] = []
     relocated_uids: list[int] = []
     to_download: list[Envelope] = []
@@ -317,7 +339,6 @@ def store_page(
     bodies.update((e.uid, early[e.uid]) for e in to_download if e.uid in early)
     outcome.failed.update(body_failed)
     outcome.downloaded = len(bodies) + len([u for u in relocated_uids if u in early])
-    label_id = scope.folder_labels.get(folder_id)
     items: list[IncomingMessage] = []
     uid_of: dict[str, list[int]] = {}
     hashed: dict[str, int] = {}
@@ -332,6 +353,7 @@ def store_page(
         labels = [label_id] if label_id is not None else []
         if FLAGGED in env.flags:
             labels.append(scope.starred_label)
+        labels.extend(x for x in sorted(gmail_labels.get(env.uid, ())) if x not in labels)
         items.append(
             IncomingMessage(
                 provider_id=pid,
@@ -342,6 +364,8 @@ def store_page(
                 seen=SEEN in env.flags,
                 keywords=sorted(keywords_of(env.flags)),
                 parsed=(parsed or {}).get(env.uid),
+                provider_thread_id=env.gmail.thread_id if env.gmail else None,
+                provider_labels=provider_labels(env.gmail.labels) if env.gmail else [],
             )
         )
         uid_of.setdefault(pid, []).append(env.uid)
@@ -354,8 +378,13 @@ def store_page(
             relocated_uids.append(uid)
         items = [i for i in items if i.provider_id not in known_hashed]
 
+    relocated_labels = {
+        mid: gmail_labels[uid] for mid, uid, _f in relocations if uid in gmail_labels
+    }
     try:
-        result = _store(store, scope, folder_id, uidvalidity, relocations, items, defined)
+        result = _store(
+            store, scope, folder_id, uidvalidity, relocations, items, defined, relocated_labels
+        )
         results = [result]
     except Exception as exc:
         if _systemic(exc):
@@ -363,7 +392,7 @@ def store_page(
         log.warning("Storing a page of folder %s failed (%s); retrying one by one", folder_id, exc)
         results = []
         try:
-            _store(store, scope, folder_id, uidvalidity, relocations, [], defined)
+            _store(store, scope, folder_id, uidvalidity, relocations, [], defined, relocated_labels)
         except Exception as single:
             if _systemic(single):
                 raise

@@ -32,6 +32,9 @@ What the server should hold for a message:
      added user label that has a folder, else Archive (created on the server if the
      account has none).
 
+With Gmail's extensions the places are All Mail, Spam and Trash only and labels
+travel as ``X-GM-LABELS`` (:mod:`.gmail_propagate`); flags are carried the same way.
+
 Folder changes of a label (created, renamed, destroyed; no message) go to
 :mod:`~mailroom.providers.imap.folder_ops` (CREATE, RENAME, DELETE).
 
@@ -67,6 +70,13 @@ from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, folder_role, syncable
 from mailroom.providers.imap.fetcher import fetch_envelopes
 from mailroom.providers.imap.folder_ops import propagate_folder_change
+from mailroom.providers.imap.gmail_ext import is_all_mail, msgid_of, speaks_gmail
+from mailroom.providers.imap.gmail_propagate import (
+    delete_forever,
+    home_folder,
+    labels_named,
+    store_labels,
+)
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import flag_of
@@ -102,6 +112,7 @@ class _FolderInfo:
     uidvalidity: int | None
     label_id: int | None
     role: str | None
+    special_use: str | None = None
 
 
 @dataclass
@@ -124,6 +135,7 @@ class _Layout:
                 folder.uidvalidity,
                 folder.label_id,
                 folder_role(folder.path, folder.delimiter, folder.special_use),
+                folder.special_use,
             )
             layout.folders[folder.id] = info
         # Prefer the special-use / shortest folder of a label, like the bindings do.
@@ -136,6 +148,12 @@ class _Layout:
 
     def folder_for_role(self, role: str) -> int | None:
         return self.by_label.get(self.roles[role])
+
+    @property
+    def all_mail(self) -> int | None:
+        """Gmail's All Mail folder, if the account has one."""
+        found = [f.id for f in self.folders.values() if is_all_mail(f.special_use)]
+        return found[0] if found else None
 
 
 class ImapPropagator:
@@ -374,15 +392,19 @@ def _propagate_message(
     if not present:
         return Outcome.retry(pending, "the message has no known place on the server yet")
 
+    gmail = speaks_gmail(conn)
     with store.session() as session:
-        targets = _targets(
-            session,
-            layout,
-            message_id,
-            labels,
-            {f for _l, f, _u in present},
-            set(pending.added_labels),
-        )
+        if gmail:
+            targets = home_folder(labels, layout.roles, layout.folder_for_role, layout.all_mail)
+        else:
+            targets = _targets(
+                session,
+                layout,
+                message_id,
+                labels,
+                {f for _l, f, _u in present},
+                set(pending.added_labels),
+            )
     if not targets:
         archive = _ensure_archive(conn, store, scope, layout)
         targets = {archive} if archive is not None else {present[0][1]}
@@ -413,6 +435,12 @@ def _propagate_message(
         conn.expunge([uid])
         expunged.append(loc_id)
         result.expunged += 1
+    if gmail:
+        place = _all_mail_uid(layout, present, moves)
+        if place is not None:
+            path = layout.folders[place[0]].path
+            changed = store_labels(conn, store, message_id, path, place[1], labels_named(pending))
+            result.flagged += bool(changed)
 
     def record(session: Session) -> None:
         """The new locations, in the transaction that marks the changes done."""
@@ -452,12 +480,35 @@ def _propagate_message(
     return Outcome.done(pending, record)
 
 
+def _all_mail_uid(
+    layout: _Layout,
+    present: Sequence[tuple[int, int, int]],
+    moves: Sequence[tuple[int, int, int, int, int | None]],
+) -> tuple[int, int] | None:
+    """(All Mail folder, UID) of a Gmail message after its moves; None when not there."""
+    all_mail = layout.all_mail
+    moved = {source for _l, source, *_rest in moves}
+    for _loc, folder, uid in present:
+        if folder == all_mail and folder not in moved:
+            return folder, uid
+    for *_rest, target, new_uid in moves:
+        if target == all_mail and new_uid is not None:
+            return target, new_uid
+    return None
+
+
 def _propagate_delete(
     conn: ImapConnection, layout: _Layout, pending: MessageChanges, result: PropagationResult
 ) -> Outcome:
     """A message no longer stored: expunge every copy if it was deleted forever."""
     provider_id = pending.provider_id
-    if pending.deleted:
+    msgid = msgid_of(provider_id)
+    if pending.deleted and msgid is not None:
+        trash = layout.folder_for_role("trash")
+        paths = [info.path for info in layout.folders.values()]
+        trash_path = layout.folders[trash].path if trash is not None else None
+        result.expunged += delete_forever(conn, paths, trash_path, msgid)
+    elif pending.deleted:
         mid, _size = parse_provider_id(provider_id)
         if mid is None:
             raise CommandError(

@@ -32,6 +32,7 @@ from mailroom.config import Settings
 from mailroom.errors import ConfigError
 from mailroom.labels.resolver import system_label
 from mailroom.providers.imap.connection import ImapConnection
+from mailroom.providers.imap.gmail_ext import watched_folder
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.syncer import sync_account
 from mailroom.store.engine import Store
@@ -90,8 +91,12 @@ class ImapWatcher:
                 update(Account).where(Account.id == self.account_id).values(watch_state=state)
             )
 
-    def _inbox(self, conn: ImapConnection) -> tuple[int, str]:
+    def _watched(self) -> tuple[int, str] | None:
+        """The inbox folder, or All Mail for Gmail (where new mail is synced from)."""
         with self.store.session() as session:
+            gmail = watched_folder(session, self.account_id)
+            if gmail is not None:
+                return gmail
             user_id = session.scalars(
                 select(Account.user_id).where(Account.id == self.account_id)
             ).one()
@@ -101,17 +106,16 @@ class ImapWatcher:
                     Folder.account_id == self.account_id, Folder.label_id == inbox_label
                 )
             ).first()
-        if row is None:  # never synced: discover folders and set the marks first
+        return (int(row[0]), str(row[1])) if row is not None else None
+
+    def _inbox(self, conn: ImapConnection) -> tuple[int, str]:
+        found = self._watched()
+        if found is None:  # never synced: discover folders and set the marks first
             sync_account(self.store, self.account_id, settings=self.settings, connection=conn)
-            with self.store.session() as session:
-                row = session.execute(
-                    select(Folder.id, Folder.path).where(
-                        Folder.account_id == self.account_id, Folder.label_id == inbox_label
-                    )
-                ).first()
-        if row is None:
+            found = self._watched()
+        if found is None:
             raise ConfigError("The account has no inbox folder to watch.")
-        return int(row[0]), str(row[1])
+        return found
 
     def _sync_inbox(self, conn: ImapConnection, folder_id: int) -> None:
         self.syncs += 1

@@ -1,0 +1,114 @@
+"""Gmail labels (``X-GM-LABELS``) as mailroom labels, and mirroring them into the store.
+
+============== ===================================================================
+Gmail label    mailroom
+============== ===================================================================
+``\\Inbox``     the Inbox label
+``\\Sent``      the Sent label
+``\\Draft``     the Drafts label
+``\\Starred``   the Starred label — through the ``\\Flagged`` flag Gmail keeps in step
+``\\Important`` no label; handed to the pipeline as the provider label ``IMPORTANT``
+``Work/Tax``   the user label ``Work/Tax`` (a parent chain, as its label folder gets)
+============== ===================================================================
+
+Spam and Trash are places, not labels: the folder a message is located in gives
+them (the mirror of locations). A message in All Mail with none of the labels
+above is archived: it carries the Archive label, which it drops again as soon
+as it has one (the same rule the operations keep).
+
+Mirroring (:func:`mirror_labels`) makes a message's *Gmail-held* labels — Inbox,
+Sent, Drafts, Archive and user labels — equal to what Gmail reports. Other
+labels (Starred, Snoozed, Trash, Spam) are left to their own mechanisms, and a
+message with a pending local change keeps its labels until the change reached
+Gmail ("pending local changes win").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.orm import Session
+
+from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for, pending_messages
+from mailroom.labels.resolver import system_label
+from mailroom.providers.imap.discovery import folder_label
+from mailroom.store.chunks import in_chunks
+from mailroom.store.models import Label, MessageLabel
+
+__all__ = ["MANAGED_ROLES", "label_ids", "mirror_labels", "provider_labels"]
+
+DELIMITER = "/"
+SYSTEM_ROLES = {"\\inbox": "inbox", "\\sent": "sent", "\\draft": "drafts"}
+API_NAMES = {
+    "\\inbox": "INBOX",
+    "\\sent": "SENT",
+    "\\draft": "DRAFT",
+    "\\starred": "STARRED",
+    "\\important": "IMPORTANT",
+}
+# The roles whose labels Gmail's label set decides (besides every user label).
+MANAGED_ROLES = frozenset({"inbox", "sent", "drafts", "archive"})
+
+
+def label_ids(
+    session: Session, user_id: int, labels: Iterable[str], *, in_all_mail: bool
+) -> set[int]:
+    """The mailroom labels Gmail's labels stand for (created as needed)."""
+    found: set[int] = set()
+    for label in labels:
+        lower = label.lower()
+        if lower.startswith("\\"):
+            role = SYSTEM_ROLES.get(lower)
+            if role is not None:
+                found.add(system_label(session, user_id, role).id)
+            continue
+        if label.strip(DELIMITER).strip():
+            found.add(folder_label(session, user_id, label, DELIMITER))
+    if in_all_mail and not found:
+        found.add(system_label(session, user_id, "archive").id)
+    return found
+
+
+def provider_labels(labels: Iterable[str]) -> list[str]:
+    """Gmail's labels as the pipeline knows them (the Gmail API's ids for system labels)."""
+    return sorted(API_NAMES.get(label.lower(), label) for label in labels)
+
+
+def mirror_labels(
+    session: Session, scope: AccountScope, changes: ChangeSet, wanted: Mapping[int, set[int]]
+) -> set[int]:
+    """Make each message's Gmail-held labels the given ones; returns the changed messages."""
+    pending = pending_messages(session, wanted)
+    free = sorted(m for m in wanted if m not in pending)
+    held = or_(Label.role.is_(None), Label.role.in_(MANAGED_ROLES))
+    current: dict[int, set[int]] = {m: set() for m in free}
+    for chunk in in_chunks(free):
+        rows = session.execute(
+            select(MessageLabel.message_id, MessageLabel.label_id)
+            .join(Label, Label.id == MessageLabel.label_id)
+            .where(MessageLabel.message_id.in_(chunk), held)
+        )
+        for message_id, label_id in rows:
+            current[message_id].add(label_id)
+    changed: set[int] = set()
+    for message_id in free:
+        add = wanted[message_id] - current[message_id]
+        remove = current[message_id] - wanted[message_id]
+        if add:
+            session.execute(
+                insert_for(session, MessageLabel)
+                .values([{"message_id": message_id, "label_id": x} for x in sorted(add)])
+                .on_conflict_do_nothing()
+            )
+        if remove:
+            session.execute(
+                delete(MessageLabel).where(
+                    MessageLabel.message_id == message_id, MessageLabel.label_id.in_(remove)
+                )
+            )
+        if add or remove:
+            changed.add(message_id)
+            changes.mailboxes.update(add | remove)
+    changes.emails.update(changed)
+    return changed
