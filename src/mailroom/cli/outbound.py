@@ -39,8 +39,7 @@ def failed_command(app: AppContext, as_json: bool, limit: int | None) -> None:
     """List the mail that gave up, newest first, with the reason."""
     from mailroom.outbound.failures import failed_list
 
-    with app.existing_store.session() as session:
-        entries = failed_list(session, limit=limit)
+    entries = failed_list(app.reader, limit=limit)
     if as_json:
         for entry in entries:
             echo_json(entry.as_json())

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from sqlalchemy import case, func, or_, select
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING, Any
 
 from mailroom.outbound.lanes import LANES
-from mailroom.outbound.queueing import WAITING
-from mailroom.store.models import Account, FailedSend, Submission
+from mailroom.store.reader import Reader, as_reader, json_value, stamp
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = ["STAT_COLUMNS", "FailedEntry", "failed_list", "lane_stats"]
 
@@ -56,33 +55,54 @@ class FailedEntry:
         }
 
 
-def failed_list(session: Session, *, limit: int | None = None) -> list[FailedEntry]:
-    """The failed sends, newest first (at most ``limit``)."""
-    query = (
-        select(FailedSend, Submission.message_id, Submission.envelope, Account.name)
-        .join(Submission, Submission.id == FailedSend.submission_id)
-        .join(Account, Account.id == Submission.account_id)
-        .order_by(FailedSend.failed_at.desc(), FailedSend.id.desc())
-        .limit(limit)
+def failed_list(source: Reader | Session, *, limit: int | None = None) -> list[FailedEntry]:
+    """The failed sends, newest first (at most ``limit``).
+
+    Plain SQL through a :class:`~mailroom.store.reader.Reader` (or the same SQL in a
+    session), so ``mailroom outbound failed`` starts without SQLAlchemy.
+    """
+    sql = (
+        "SELECT failed_sends.submission_id, failed_sends.lane, accounts.name, "
+        "submissions.message_id, submissions.envelope, failed_sends.attempts, "
+        "failed_sends.code, failed_sends.reason, failed_sends.failed_at FROM failed_sends "
+        "JOIN submissions ON submissions.id = failed_sends.submission_id "
+        "JOIN accounts ON accounts.id = submissions.account_id "
+        "ORDER BY failed_sends.failed_at DESC, failed_sends.id DESC"
     )
-    return [
-        FailedEntry(
-            submission_id=row.submission_id,
-            lane=row.lane,
-            account=account,
-            message_id=message_id,
-            recipients=[str(item["email"]) for item in (envelope or {}).get("rcptTo", [])],
-            attempts=row.attempts,
-            code=row.code,
-            reason=row.reason,
-            failed_at=row.failed_at,
+    params: dict[str, Any] = {}
+    if limit is not None:
+        sql += " LIMIT :limit"
+        params["limit"] = limit
+    entries = []
+    for row in as_reader(source).rows(sql, params):
+        submission, lane, account, message_id, envelope, attempts, code, reason, failed = row
+        failed_at = stamp(failed)
+        assert failed_at is not None
+        entries.append(
+            FailedEntry(
+                submission_id=submission,
+                lane=lane,
+                account=account,
+                message_id=message_id,
+                recipients=[
+                    str(item["email"]) for item in (json_value(envelope) or {}).get("rcptTo", [])
+                ],
+                attempts=attempts,
+                code=code,
+                reason=reason,
+                failed_at=failed_at,
+            )
         )
-        for row, message_id, envelope, account in session.execute(query)
-    ]
+    return entries
 
 
 def lane_stats(session: Session) -> dict[str, dict[str, int]]:
     """Per lane: how many submissions are queued, deferred, sending, sent and failed."""
+    from sqlalchemy import case, func, or_, select
+
+    from mailroom.outbound.queueing import WAITING
+    from mailroom.store.models import Submission
+
     stats = {lane: dict.fromkeys(STAT_COLUMNS, 0) for lane in LANES}
     put_back = or_(Submission.deferrals > 0, Submission.attempts > 0)
     rows = session.execute(
