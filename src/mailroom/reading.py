@@ -300,3 +300,22 @@ def account_states(source: Source, user: int | None = None) -> list[dict[str, An
             }
         )
     return listed
+
+
+def api_tokens(source: Source, user: int) -> list[dict[str, Any]]:
+    """The user's API tokens, oldest first: id, name and their times (aware UTC or None)."""
+    rows = as_reader(source).rows(
+        "SELECT id, name, created_at, last_used_at, expires_at FROM api_tokens "
+        "WHERE user_id = :user ORDER BY id",
+        {"user": user},
+    )
+    return [
+        {
+            "id": int(token),
+            "name": name,
+            "created_at": stamp(created),
+            "last_used_at": stamp(used),
+            "expires_at": stamp(expires),
+        }
+        for token, name, created, used, expires in rows
+    ]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from mailroom.categories.correspondents import switched_off
-from mailroom.categories.recompute import recategorize
 from mailroom.categories.tabs import CATEGORIES, PRIMARY
 from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.config import DEFAULT_OWNER
 from mailroom.errors import ConfigError
-from mailroom.owners import DEFAULT_OWNER, get_user
-from mailroom.store.models import User
+
+# `categories list` reads the user's settings with plain SQL (categories.explaining);
+# switching a tab re-sorts the mail through the ORM, imported when that runs.
 
 owner_option = click.option(
     "--owner", default=DEFAULT_OWNER, show_default=True, help="Whose tabs these are."
@@ -37,13 +37,21 @@ def categories_group() -> None:
 @plain_errors
 def list_command(app: AppContext, owner: str) -> None:
     """Show every tab and whether it is on."""
-    with app.existing_store.session() as session:
-        off = switched_off(session, get_user(session, owner).id)
+    from mailroom.categories.explaining import tabs_off, user_settings
+    from mailroom.reading import user_id
+
+    reader = app.reader
+    off = tabs_off(user_settings(reader, user_id(reader, owner)))
     for tab in CATEGORIES:
         click.echo(f"{tab}: {'off' if tab in off else 'on'}")
 
 
 def _switch(app: AppContext, owner: str, name: str, on: bool) -> None:
+    from mailroom.categories.correspondents import switched_off
+    from mailroom.categories.recompute import recategorize
+    from mailroom.owners import get_user
+    from mailroom.store.models import User
+
     tab = _tab(name)
     with app.existing_store.session() as session:
         user = session.get(User, get_user(session, owner).id)
