@@ -4,7 +4,7 @@ Graph errors are ``{"error": {"code", "message", "innerError"}}``. The mapping:
 
 ====================================  ==========================================
 401                                   AuthError (after one token refresh failed)
-403                                   AuthError (mail permission not granted)
+403 ErrorAccessDenied (and kin)       AuthError (mail permission not granted)
 404                                   :class:`NotFoundError` (message/folder gone)
 409                                   :class:`FolderExistsError`
 410, or code syncStateNotFound /      InvalidCursorError (read the folder again)
@@ -46,6 +46,9 @@ __all__ = [
 
 CURSOR_CODES = frozenset({"syncstatenotfound", "resyncrequired", "syncstateinvalid"})
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
+ACCESS_DENIED_CODES = frozenset(
+    {"erroraccessdenied", "accessdenied", "authorization_requestdenied", "forbidden"}
+)
 
 
 class NotFoundError(ProviderError):
@@ -102,7 +105,7 @@ def error_for(status: int, body: Any, headers: httpx.Headers | dict[str, str]) -
             "Microsoft no longer accepts this account's sign-in; sign in again.",
             reason=f"sign-in refused ({detail})",
         )
-    if status == 403:
+    if status == 403 and code.lower() in ACCESS_DENIED_CODES:
         return AuthError(
             "Microsoft refused mailroom access to this mailbox; sign in again and allow mail "
             "access.",
