@@ -7,6 +7,7 @@ pacer never sees the limit, only the refusals, exactly as against Gmail.
 
 from __future__ import annotations
 
+import socket
 import threading
 import uuid
 from collections import Counter
@@ -17,6 +18,7 @@ import pytest
 import redis
 
 from mailroom.config import Settings
+from mailroom.providers.base import TransientError
 from mailroom.providers.gmail.quota import (
     LEARNED_LIMIT_LIFETIME,
     QuotaPacer,
@@ -262,3 +264,19 @@ def test_pacer_for_chooses_redis_when_configured(tmp_path: Path, store: Store) -
     assert scaled.usage_key.startswith("mailroom:gmail-quota:")
     embedded.close()
     scaled.close()
+
+
+def test_an_unreachable_redis_defers_and_says_so_in_one_sentence() -> None:
+    """Without its Redis a rejection still defers a minute and a reservation is a TransientError."""
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=2)
+    pacer = RedisQuotaPacer(client, 1, prefix="test-unreachable:", clock=Clock())
+    assert pacer.rejected(REQUEST) == 60.0
+    with pytest.raises(TransientError) as caught:
+        pacer.reserve(REQUEST)
+    assert str(caught.value) == "The shared Gmail quota could not be reached; the work waits."
+    with pytest.raises(TransientError):
+        pacer.learned_limit()
+    pacer.close()

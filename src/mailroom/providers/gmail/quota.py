@@ -39,12 +39,15 @@ the injected clock's, so tests never sleep.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from mailroom.providers.base import TransientError
 
 if TYPE_CHECKING:
     from mailroom.config import Settings
@@ -85,6 +88,8 @@ MIN_LEARNABLE_LIMIT = 1_000  # below any documented per-user limit (6,000 is the
 SLOWDOWN_FACTOR = 0.8  # the budget's share kept per rejection at a known limit
 SLOWDOWN_FLOOR = 0.25  # the smallest share of the paced budget slow-downs leave
 SLOWDOWN_DURATION = 10 * 60  # seconds after the last rejection until full pace again
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 Sleep = Callable[[float], None]
@@ -230,6 +235,9 @@ def _utcnow() -> datetime:
 class PacerBase:
     """Waiting and the clock, on top of the storage's three atomic operations."""
 
+    # What the storage raises when it cannot be reached (each implementation names its own).
+    _storage_errors: tuple[type[Exception], ...] = ()
+
     def __init__(self, account_id: int, clock: Clock | None = None, sleep: Sleep | None = None):
         self.account_id = account_id
         self.clock = clock or _utcnow
@@ -254,8 +262,14 @@ class PacerBase:
         """Release connections; safe to call twice."""
 
     def reserve(self, units: int) -> float:
-        """Spend ``units`` now and return 0.0, or spend nothing and return the seconds to wait."""
-        return self._reserve_at(self._now(), max(0, units))
+        """Spend ``units`` now and return 0.0, or spend nothing and return the seconds to wait.
+
+        A TransientError in one sentence when the shared usage cannot be reached.
+        """
+        try:
+            return self._reserve_at(self._now(), max(0, units))
+        except self._storage_errors as exc:
+            raise self._unreachable(exc) from None
 
     def take(self, units: int) -> None:
         """Spend ``units``, sleeping until they fit."""
@@ -263,13 +277,32 @@ class PacerBase:
             self.sleep(wait)
 
     def rejected(self, units: int, stated_limit: int | None = None) -> float:
-        """Record a rejection of a request of ``units``; the seconds to defer the work."""
+        """Record a rejection of a request of ``units``; the seconds to defer the work.
+
+        Never raises: when the shared state cannot be written, the rejection is
+        logged and the work still waits the account's minute.
+        """
         now = self._now()
-        return self._reject_at(now, max(0, units), stated_limit).blocked_for(now)
+        try:
+            return self._reject_at(now, max(0, units), stated_limit).blocked_for(now)
+        except self._storage_errors as exc:
+            log.warning(
+                "Could not record a Gmail quota rejection of account %s (%s); waiting a minute.",
+                self.account_id,
+                type(exc).__name__,
+            )
+            return float(WINDOW_SECONDS)
 
     def learned_limit(self) -> int | None:
         """The limit learned from Google and not yet forgotten, or None."""
-        return self._state().known_limit(self._now())
+        try:
+            return self._state().known_limit(self._now())
+        except self._storage_errors as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, exc: Exception) -> TransientError:
+        log.warning("The shared Gmail quota of account %s: %s", self.account_id, exc)
+        return TransientError("The shared Gmail quota could not be reached; the work waits.")
 
 
 def pacer_for(

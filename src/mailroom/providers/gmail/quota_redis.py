@@ -62,6 +62,8 @@ def _encode(state: QuotaState) -> dict[str, str]:
 class RedisQuotaPacer(PacerBase):
     """One account's quota pacer in a Redis shared by every worker."""
 
+    _storage_errors = (redis.RedisError,)
+
     def __init__(
         self,
         client: redis.Redis,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from mailroom.providers.gmail.quota import (
@@ -60,6 +61,8 @@ def _write_state(row: GmailQuotaLimit, state: QuotaState) -> None:
 
 class StoreQuotaPacer(PacerBase):
     """One account's quota pacer on the store's tables."""
+
+    _storage_errors = (OperationalError,)
 
     def __init__(
         self,
