@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
+from datetime import datetime
 from types import TracebackType
 from typing import Self
 
@@ -218,6 +219,10 @@ class GmailEmulator:
         if status not in (403, 429):
             raise ValueError("the rejection status is 403 or 429")
         self.service.rejection_status = status
+
+    def block_sending(self, until: datetime | None) -> None:
+        """Refuse messages.send / drafts.send with Gmail's sending-limit 429 until then."""
+        self.service.sending_blocked_until = until
 
     def inject_faults(self, count: int, status: int = 500, *, in_batch: bool | None = None) -> None:
         """The next ``count`` API calls fail with ``status`` (batch parts only with in_batch)."""

@@ -11,6 +11,7 @@ limit it ran into.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 JsonBody = dict[str, Any]
@@ -120,6 +121,14 @@ def rate_limited(limit: int, message: str = "Too many concurrent requests for us
     body = envelope(429, message, "rateLimitExceeded")
     body["error"]["details"] = [_quota_detail(limit)]
     return ApiError(429, body)
+
+
+def sending_limited(until: datetime) -> ApiError:
+    """429 for Gmail's sending limit: the message names when sending works again (observed)."""
+    stamp = until.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return ApiError(
+        429, envelope(429, f"User-rate limit exceeded.  Retry after {stamp}", "rateLimitExceeded")
+    )
 
 
 def backend_error() -> ApiError:

@@ -4,8 +4,10 @@ The order is Google's as a client sees it: a missing or expired token is a
 401 before anything else; then an injected fault (tests' scripted outages);
 then the per-user quota — a call that would go past the limit is refused
 *uncharged* (403 ``userRateLimitExceeded`` on its own, 429
-``rateLimitExceeded`` inside a batch); then the method runs. Every call is
-logged with the units it was charged, so tests can assert call patterns.
+``rateLimitExceeded`` inside a batch); then the method runs. Sending can also
+meet Gmail's sending limit (429 "User-rate limit exceeded. Retry after
+<time>"). Every call is logged with the units it was charged, so tests can
+assert call patterns.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 import traceback
 from collections import deque
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,6 +29,7 @@ from tests.emulators.gmail.errors import (
     fault,
     invalid_argument,
     rate_limited,
+    sending_limited,
     unauthenticated,
     user_rate_limited,
 )
@@ -37,6 +41,7 @@ from tests.emulators.gmail.routes import Routes, message_format
 API_PREFIX = "/gmail/v1/users/"
 BATCH_PATHS = ("/batch/gmail/v1", "/batch")
 JSON_TYPE = "application/json; charset=UTF-8"
+SENDING_METHODS = ("messages.send", "drafts.send")
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ class GmailService:
         self.quota = quota
         self.routes = Routes(mailbox)
         self.rejection_status = 403  # what a call on its own gets past the limit (403 or 429)
+        self.sending_blocked_until: datetime | None = None  # Gmail's sending limit
         self.log: list[LoggedRequest] = []
         self._faults: deque[tuple[int, bool | None]] = deque()
         self._lock = threading.Lock()
@@ -136,6 +142,9 @@ class GmailService:
             injected = self._take_fault(in_batch)
             if injected is not None:
                 raise fault(injected)
+            blocked = self.sending_blocked_until
+            if method in SENDING_METHODS and blocked is not None and blocked > datetime.now(UTC):
+                raise sending_limited(blocked)
             fmt = message_format(query) if method == "messages.get" else None
             cost = self.quota.profile.cost(method, fmt)
             if not self.quota.try_charge(cost):

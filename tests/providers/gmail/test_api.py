@@ -281,3 +281,14 @@ def test_history_types_and_label_filter(gmail_emulator: GmailEmulator, gmail_api
     assert [list(r) for r in page.records] == [["id", "messages", "labelsAdded"]]
     raw = email.message_from_bytes(gmail_api.get_raw(first))
     assert raw["Subject"] == "One"
+
+
+def test_sending_limit_gives_retry_after(
+    gmail_emulator: GmailEmulator, gmail_api: GmailApi
+) -> None:
+    """Gmail's "Retry after <time>" sending limit is a RateLimitError waiting until then."""
+    gmail_emulator.block_sending(datetime.now(UTC) + timedelta(seconds=120))
+    with pytest.raises(QuotaExceededError) as caught:
+        gmail_api.send(make_message("Hi", to="bob@example.org"))
+    assert caught.value.retry_after is not None
+    assert 100 < caught.value.retry_after <= 120
