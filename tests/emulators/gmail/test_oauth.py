@@ -35,38 +35,30 @@ def _token(gmail: GmailEmulator, **form: str) -> httpx.Response:
     return httpx.post(f"{gmail.url}/token", data=form)
 
 
+def _exchange(gmail: GmailEmulator, code: str, verifier: str) -> httpx.Response:
+    return _token(
+        gmail,
+        grant_type="authorization_code",
+        code=code,
+        redirect_uri=REDIRECT,
+        code_verifier=verifier,
+    )
+
+
 def test_code_exchange_checks_the_pkce_verifier(gmail_emulator: GmailEmulator) -> None:
     """The code is traded only with the verifier matching its S256 challenge, once."""
     verifier = secrets.token_urlsafe(48)
     query = _consent(gmail_emulator, s256(verifier))
     assert query["state"] == ["st-1"]
     code = query["code"][0]
-    wrong = _token(
-        gmail_emulator,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        code_verifier="not-it",
-    )
+    wrong = _exchange(gmail_emulator, code, "not-it")
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
     code = _consent(gmail_emulator, s256(verifier))["code"][0]
-    good = _token(
-        gmail_emulator,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        code_verifier=verifier,
-    )
+    good = _exchange(gmail_emulator, code, verifier)
     assert good.status_code == 200
     tokens = good.json()
     assert tokens["token_type"] == "Bearer" and tokens["refresh_token"] and tokens["expires_in"]
-    again = _token(
-        gmail_emulator,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT,
-        code_verifier=verifier,
-    )
+    again = _exchange(gmail_emulator, code, verifier)
     assert again.status_code == 400
     profile = httpx.get(
         f"{gmail_emulator.url}/gmail/v1/users/me/profile",

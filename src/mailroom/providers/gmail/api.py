@@ -368,16 +368,9 @@ class GmailApi:
         self, message_id: str, format: MessageFormat = "full", metadata_headers: Sequence[str] = ()
     ) -> Message:
         """One message (GmailNotFoundError if Gmail does not have it)."""
-        return cast(
-            Message,
-            self._call(
-                "messages.get",
-                "GET",
-                f"/messages/{quote(message_id, safe='')}",
-                "fetch a message",
-                params=_get_params(format, metadata_headers),
-            ),
-        )
+        path = f"/messages/{quote(message_id, safe='')}"
+        answer = self._fetch("messages.get", path, "a message", format, metadata_headers)
+        return cast(Message, answer)
 
     def get_raw(self, message_id: str) -> bytes:
         """The message's RFC 5322 bytes."""
@@ -394,16 +387,14 @@ class GmailApi:
         self, thread_id: str, format: MessageFormat = "full", metadata_headers: Sequence[str] = ()
     ) -> Thread:
         """A thread and its messages, oldest first."""
-        return cast(
-            Thread,
-            self._call(
-                "threads.get",
-                "GET",
-                f"/threads/{quote(thread_id, safe='')}",
-                "fetch a thread",
-                params=_get_params(format, metadata_headers),
-            ),
-        )
+        path = f"/threads/{quote(thread_id, safe='')}"
+        return cast(Thread, self._fetch("threads.get", path, "a thread", format, metadata_headers))
+
+    def _fetch(
+        self, method: str, path: str, what: str, format: str, metadata_headers: Sequence[str]
+    ) -> Any:
+        params = _get_params(format, metadata_headers)
+        return self._call(method, "GET", path, f"fetch {what}", params=params)
 
     def modify(
         self, message_id: str, add: Sequence[str] = (), remove: Sequence[str] = ()
