@@ -4,6 +4,8 @@ the session's CSRF token or naming another user's mail change nothing."""
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from datetime import datetime, timedelta
 from typing import Any
@@ -165,9 +167,27 @@ def test_bulk_actions_and_the_form_without_script(
         },
     )
     assert answer.status_code == 303 and answer.headers["location"] == "/?tab=primary"
-    assert 'data-thread="' not in me.get("/").text
+    after = me.get("/?tab=primary").text  # the notice the action left, with its Undo form
+    assert 'data-thread="' not in after
+    assert '<span class="toast-message">Archived: 2 conversations.</span>' in after
+    assert "mailroom_notice" not in me.cookies  # shown once
+    assert "Archived: 2" not in me.get("/").text
     archived = re.findall(r'data-thread="(\d+)"', me.get("/mail/archive").text)
     assert sorted(archived) == sorted(str(t) for t in threads)
+    token = re.search(r'name="token" value="([^"]+)"', after)
+    assert token is not None
+    undone = me.post(
+        "/undo", data={"csrf": csrf_of(after), "token": token.group(1), "go": "/?tab=primary"}
+    )
+    assert undone.status_code == 303
+    back = me.get(undone.headers["location"]).text
+    assert '<span class="toast-message">Undone.' in back and 'name="token"' not in back
+    assert sorted(re.findall(r'data-thread="(\d+)"', back)) == sorted(str(t) for t in threads)
+    forged = base64.urlsafe_b64encode(json.dumps(["<script>x()</script>", "t", "/"]).encode())
+    for value in ("!!not-base64", forged.decode()):
+        me.cookies.set("mailroom_notice", value)
+        shown = me.get("/")
+        assert shown.status_code == 200 and "<script>x()" not in shown.text
 
 
 def test_forms_without_the_token_or_on_foreign_mail_change_nothing(

@@ -28,8 +28,10 @@ from mailroom.store.models import utcnow
 from mailroom.store.reader import as_reader
 from mailroom.web.display import user_zone
 from mailroom.web.mailactions import MOVE_BOXES, ActionError, Ask, WebActions
+from mailroom.web.notice import Notice, leave
 from mailroom.web.pages.common import (
     context,
+    over_tls,
     page,
     read_form_lists,
     safe_next,
@@ -122,7 +124,9 @@ def _answer(
     if request.headers.get("hx-request") != "true":
         if status >= 400:
             return page("missing.html", status, message=message, user=user)
-        return RedirectResponse(go, status_code=303, headers={"Cache-Control": "no-store"})
+        answer = RedirectResponse(go, status_code=303, headers={"Cache-Control": "no-store"})
+        leave(answer, Notice(message, token or "", go), secure=over_tls(request))
+        return answer
     headers = {} if status >= 400 else {"HX-Trigger": json.dumps({"mailroom:go": {"to": go}})}
     # htmx swaps only 2xx answers: a refusal is a toast too, marked as an alert.
     return page(

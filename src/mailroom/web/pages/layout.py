@@ -25,7 +25,8 @@ from mailroom.listing import BOXES, LabelCount, Owner, label_tree, owner
 from mailroom.store.models import utcnow
 from mailroom.store.reader import Reader
 from mailroom.web.display import user_zone
-from mailroom.web.pages.common import page
+from mailroom.web.notice import Notice, forget, left
+from mailroom.web.pages.common import over_tls, page
 from mailroom.web.pages.operators import is_admin
 from mailroom.web.sessions import SignedIn
 
@@ -67,6 +68,8 @@ class Layout:
     path: str  # this page's path (the account filter's links stay on it)
     now: datetime
     admin: bool  # an operator: the user menu links to /admin
+    notice: Notice | None = None  # an action's toast for a page shown without script
+    secure: bool = False  # reached over https (cookies are then Secure)
 
     @property
     def density(self) -> str:
@@ -136,9 +139,15 @@ def layout(reader: Reader, request: Request, user: SignedIn, active: str) -> Lay
     account = account_filter(request, who)
     labels = label_tree(reader, user.user_id, account)
     path, admin = request.url.path, is_admin(request, user)
-    return Layout(user, who, account, labels, active, path, utcnow(), admin)
+    notice = left(request)
+    return Layout(
+        user, who, account, labels, active, path, utcnow(), admin, notice, over_tls(request)
+    )
 
 
 def render(frame: Layout, template: str, status: int = 200, **values: Any) -> Response:
     """A signed-in page: ``template`` (which extends ``base.html``) inside the frame."""
-    return page(template, status, layout=frame, user=frame.user, **values)
+    response = page(template, status, layout=frame, user=frame.user, **values)
+    if frame.notice is not None:
+        forget(response, secure=frame.secure)
+    return response
