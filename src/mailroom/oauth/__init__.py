@@ -16,12 +16,34 @@ Provider-neutral; Gmail and Microsoft differ only in their
 ``secretfile``   reading a client secret from a file
 ``cli``          ``mailroom account add gmail`` / ``microsoft``
 ``providers``    the registry entries offering those commands
+
+The names below are imported on first use: the provider registry imports
+``mailroom.oauth.providers`` to offer the connect commands, and that must not
+load httpx, SQLAlchemy sessions and the cipher library for every command.
 """
 
-from mailroom.oauth.endpoints import GOOGLE, MICROSOFT, OAuthEndpoints, microsoft
-from mailroom.oauth.flow import run_installed_app_flow
-from mailroom.oauth.source import TokenSource
-from mailroom.oauth.tokens import OAuthClient, TokenEndpoint, TokenSet
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mailroom.oauth.endpoints import GOOGLE, MICROSOFT, OAuthEndpoints, microsoft
+    from mailroom.oauth.flow import run_installed_app_flow
+    from mailroom.oauth.source import TokenSource
+    from mailroom.oauth.tokens import OAuthClient, TokenEndpoint, TokenSet
+
+_WHERE = {
+    "GOOGLE": "endpoints",
+    "MICROSOFT": "endpoints",
+    "OAuthEndpoints": "endpoints",
+    "microsoft": "endpoints",
+    "run_installed_app_flow": "flow",
+    "TokenSource": "source",
+    "OAuthClient": "tokens",
+    "TokenEndpoint": "tokens",
+    "TokenSet": "tokens",
+}
 
 __all__ = [
     "GOOGLE",
@@ -34,3 +56,10 @@ __all__ = [
     "microsoft",
     "run_installed_app_flow",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module when the name is first asked for."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"mailroom.oauth.{_WHERE[name]}"), name)
