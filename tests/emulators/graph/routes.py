@@ -120,9 +120,19 @@ def dispatch(call: Call) -> Reply:
 # -- folders -------------------------------------------------------------------
 
 
+def _number(call: Call, name: str, default: int) -> int:
+    """A non-negative integer query option; 400 if it is something else."""
+    value = call.query.get(name, "")
+    if not value:
+        return default
+    if not value.isdigit():
+        raise bad_request(f"The query option {name} must be a whole number.", "BadRequest")
+    return int(value)
+
+
 def _folder_page(call: Call, folders: list[Any], path: str) -> Reply:
-    top = int(call.query.get("$top", DEFAULT_FOLDER_PAGE) or DEFAULT_FOLDER_PAGE)
-    skip = int(call.query.get("$skip", 0) or 0)
+    top = _number(call, "$top", DEFAULT_FOLDER_PAGE) or DEFAULT_FOLDER_PAGE
+    skip = _number(call, "$skip", 0)
     chunk = folders[skip : skip + top]
     body: dict[str, Any] = {
         "@odata.context": f"{call.link_base}/$metadata#users('me')/mailFolders",
@@ -220,8 +230,8 @@ def list_messages(call: Call, args: list[str]) -> Reply:
     with mailbox.lock:
         inside = [m for m in mailbox.messages.values() if m.folder_id == folder.id]
     inside.sort(key=lambda m: (m.props["receivedDateTime"], m.created), reverse=True)
-    top = int(call.query.get("$top", 10) or 10)
-    skip = int(call.query.get("$skip", 0) or 0)
+    top = _number(call, "$top", 10) or 10
+    skip = _number(call, "$skip", 0)
     body: dict[str, Any] = {
         "value": [mailbox.render_message(m, select, call.immutable) for m in inside[skip:][:top]]
     }

@@ -348,32 +348,48 @@ class GraphEmulator:
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         segments = url.path.split("/")
         if len(segments) == 5 and segments[2:4] == ["oauth2", "v2.0"]:
-            return self._identity(method, segments[4], query, headers, body)
+            return self._identity(method, segments[4], query, body)
         if not url.path.startswith("/v1.0/"):
             return _encode(error_reply(GraphError(404, "NotFound", "No such endpoint.")))
-        path = url.path[len("/v1.0") :]
         address = self._bearer(headers)
+        # an unsigned call is only logged, never routed: the default mailbox stands in
+        call = Call(
+            self.mailbox(address),
+            self.delta(address),
+            method,
+            url.path[len("/v1.0") :],
+            query,
+            headers,
+            body,
+            self.graph_url,
+        )
         if address is None:
             reply = error_reply(expired_access_token())
-            self._log(method, path, query, reply.status, None, headers)
-            return _encode(reply)
+        else:
+            reply = self._admitted(call, address)
+        self._log(call, reply.status, address)
+        return _encode(reply)
+
+    def _admitted(self, call: Call, address: str) -> Reply:
+        """The reply to a signed-in call, counted in flight while it is answered."""
         with self._lock:
             count = self._in_flight.get(address, 0) + 1
             self._in_flight[address] = count
             self._peak[address] = max(self._peak.get(address, 0), count)
         try:
             if count > self.concurrency_limit:
-                reply = error_reply(mailbox_concurrency(CONCURRENCY_RETRY_AFTER))
-            else:
-                if self.latency:
-                    time.sleep(self.latency)
-                self._gate.wait()
-                reply = self._graph(method, path, query, headers, body, address)
+                return error_reply(mailbox_concurrency(CONCURRENCY_RETRY_AFTER))
+            if self.latency:
+                time.sleep(self.latency)
+            self._gate.wait()
+            if call.path == "/$batch" and call.method == "POST":
+                return run_batch(call, self._part)
+            return self._part(call, logged=False)
+        except GraphError as error:
+            return error_reply(error)
         finally:
             with self._lock:
                 self._in_flight[address] -= 1
-        self._log(method, path, query, reply.status, address, headers)
-        return _encode(reply)
 
     def _bearer(self, headers: dict[str, str]) -> str | None:
         scheme, _, token = headers.get("authorization", "").partition(" ")
@@ -381,43 +397,15 @@ class GraphEmulator:
             return None
         return self.oauth.mailbox_of(token.strip())
 
-    def _graph(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, str],
-        headers: dict[str, str],
-        body: bytes,
-        address: str,
-    ) -> Reply:
-        call = Call(
-            self.mailbox(address),
-            self.delta(address),
-            method,
-            path,
-            query,
-            headers,
-            body,
-            self.graph_url,
-        )
-        try:
-            if path == "/$batch" and method == "POST":
-                return run_batch(call, self._part)
-            refusal = self._next_throttle()
-            if refusal is not None:
-                return error_reply(refusal)
-            return dispatch(call)
-        except GraphError as error:
-            return error_reply(error)
-
-    def _part(self, call: Call) -> Reply:
+    def _part(self, call: Call, logged: bool = True) -> Reply:
+        """One request or batch part: scripted throttling, then the route."""
         refusal = self._next_throttle()
         try:
             reply = error_reply(refusal) if refusal is not None else dispatch(call)
         except GraphError as error:
             reply = error_reply(error)
-        who = call.mailbox.address
-        self._log(call.method, call.path, call.query, reply.status, who, call.headers, part=True)
+        if logged:
+            self._log(call, reply.status, call.mailbox.address, part=True)
         return reply
 
     def _next_throttle(self) -> GraphError | None:
@@ -427,30 +415,16 @@ class GraphEmulator:
             throttle = self._throttles.popleft()
         return throttled_error(throttle.status, throttle.retry_after, throttle.code)
 
-    def _log(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, str],
-        status: int,
-        address: str | None,
-        headers: dict[str, str],
-        *,
-        part: bool = False,
-    ) -> None:
+    def _log(self, call: Call, status: int, address: str | None, *, part: bool = False) -> None:
+        prefer = call.headers.get("prefer", "")
         entry = LoggedRequest(
-            method, path, dict(query), status, address, headers.get("prefer", ""), part
+            call.method, call.path, dict(call.query), status, address, prefer, part
         )
         with self._lock:
             self.requests.append(entry)
 
     def _identity(
-        self,
-        method: str,
-        endpoint: str,
-        query: dict[str, str],
-        headers: dict[str, str],
-        body: bytes,
+        self, method: str, endpoint: str, query: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
         try:
             if endpoint == "authorize" and method == "GET":

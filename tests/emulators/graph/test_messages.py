@@ -122,3 +122,16 @@ def test_send_mail_json_and_mime(graph: httpx.Client, graph_emulator: GraphEmula
     bad = graph.post("/me/sendMail", content=b"%%%", headers={"Content-Type": "text/plain"})
     assert bad.status_code == 400
     assert bad.json()["error"]["code"] == "ErrorMimeContentInvalidBase64String"
+
+
+def test_scripted_changes_show_in_the_message(
+    graph: httpx.Client, graph_emulator: GraphEmulator
+) -> None:
+    """categorize, flag and mark_read change what Graph shows, as another client would."""
+    message = graph_emulator.add_message(raw_message(1))
+    graph_emulator.categorize(message.id, ["Green", "Work"])
+    graph_emulator.flag(message.id, "complete")
+    graph_emulator.mark_read(message.id)
+    shown = graph.get(f"/me/messages/{message.id}?$select=categories,flag,isRead").json()
+    assert shown["categories"] == ["Green", "Work"]
+    assert shown["flag"] == {"flagStatus": "complete"} and shown["isRead"] is True

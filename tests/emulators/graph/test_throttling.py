@@ -97,3 +97,29 @@ def test_every_request_is_logged(graph: httpx.Client, graph_emulator: GraphEmula
     ]
     assert logged[0].query == {"$top": "2"} and logged[0].prefer == "odata.maxpagesize=3"
     assert logged[0].mailbox == "user@example.com"
+
+
+def test_latency_keeps_requests_in_flight(graph_emulator: GraphEmulator) -> None:
+    """set_latency holds each request in flight (counted) before it is answered."""
+    token = graph_emulator.issue_tokens()["access_token"]
+    graph_emulator.set_latency(1.0)
+    answered: list[int] = []
+    thread = threading.Thread(
+        target=lambda: answered.append(
+            httpx.get(
+                f"{graph_emulator.graph_url}/me/mailFolders/inbox",
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=30,
+            ).status_code
+        )
+    )
+    thread.start()
+    _wait_for(lambda: graph_emulator.in_flight() == 1)
+    assert answered == []
+    thread.join()
+    assert answered == [200] and graph_emulator.in_flight() == 0
+
+
+def test_bad_paging_options_are_400(graph: httpx.Client) -> None:
+    """A $top that is not a number is refused with 400, not a server error."""
+    assert graph.get("/me/mailFolders", params={"$top": "many"}).status_code == 400
