@@ -179,7 +179,7 @@ class GraphEmulator:
         self._lock = threading.Lock()
         self._in_flight: dict[str, int] = {}
         self._peak: dict[str, int] = {}
-        self._throttles: deque[Throttle] = deque()
+        self._throttles: deque[Throttle | None] = deque()  # None lets one request through
         self._gate = threading.Event()
         self._gate.set()
         self._server: _Server | None = None
@@ -306,9 +306,15 @@ class GraphEmulator:
 
     # -- scripting: the service -------------------------------------------------
 
-    def throttle_next(self, count: int = 1, status: int = 429, retry_after: str = "1") -> None:
-        """Refuse the next ``count`` requests (or batch parts) with 429/503 and Retry-After."""
+    def throttle_next(
+        self, count: int = 1, status: int = 429, retry_after: str = "1", *, after: int = 0
+    ) -> None:
+        """Refuse ``count`` requests (or batch parts) with 429/503 and Retry-After.
+
+        ``after`` lets that many through first; scripts queue up in the order given.
+        """
         with self._lock:
+            self._throttles.extend(None for _ in range(after))
             self._throttles.extend(Throttle(status, retry_after) for _ in range(count))
 
     def set_latency(self, seconds: float) -> None:
@@ -413,6 +419,8 @@ class GraphEmulator:
             if not self._throttles:
                 return None
             throttle = self._throttles.popleft()
+        if throttle is None:
+            return None
         return throttled_error(throttle.status, throttle.retry_after, throttle.code)
 
     def _log(self, call: Call, status: int, address: str | None, *, part: bool = False) -> None:

@@ -365,3 +365,28 @@ def test_loopback_is_refused_unless_allow_listed(
         client.folder("inbox")
     assert "cannot be used from here" in str(caught.value)
     assert graph_emulator.requests == []
+
+
+def test_a_retried_part_leaves_out_a_dependency_that_already_succeeded(
+    make_client: MakeClient, graph_emulator: GraphEmulator
+) -> None:
+    """When only the dependent part is throttled, it is sent again on its own and succeeds."""
+    message = graph_emulator.add_message(raw_message(1))
+    sleeps: list[float] = []
+    client = make_client(sleep=sleeps.append)
+    graph_emulator.throttle_next(1, retry_after="0.3", after=1)
+    ident = message.immutable_id
+    results = client.batch(
+        [
+            BatchRequest(
+                "flag", "PATCH", f"/me/messages/{ident}", update_body(flag_status="flagged")
+            ),
+            BatchRequest(
+                "read", "PATCH", f"/me/messages/{ident}", {"isRead": True}, depends_on=("flag",)
+            ),
+        ]
+    )
+    assert [(r.id, r.status) for r in results] == [("flag", 200), ("read", 200)]
+    assert sleeps == [0.3]
+    assert [r.status for r in graph_emulator.graph_requests(parts=False)] == [200, 200]
+    assert graph_emulator.mailbox().message(ident).is_read

@@ -66,8 +66,9 @@ class TokenSource(Protocol):
     """Where the client gets bearer tokens.
 
     ``tokens()`` returns the current access token; ``tokens(stale)`` is called
-    after Graph refused ``stale`` and must return a fresh one (refreshing it),
-    or raise :class:`~mailroom.providers.base.AuthError` if the sign-in is refused.
+    after Graph refused ``stale`` and must return a fresh one (refreshing it, or
+    the current one if another thread already replaced ``stale``), or raise
+    :class:`~mailroom.providers.base.AuthError` if the sign-in is refused.
     """
 
     def __call__(self, stale: str | None = None) -> str:
@@ -427,11 +428,12 @@ class GraphClient:
         return [settled[part.id] for part in chunk]
 
     def _post_batch(self, parts: list[BatchRequest]) -> dict[str, BatchResult]:
+        sent = frozenset(p.id for p in parts)
         body = self._json(
             self.request(
                 "POST",
                 "/$batch",
-                json={"requests": [p.to_json(self.prefer_ids) for p in parts]},
+                json={"requests": [p.to_json(self.prefer_ids, sent) for p in parts]},
             )
         )
         answered: dict[str, BatchResult] = {}

@@ -126,8 +126,12 @@ class BatchRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     depends_on: Sequence[str] = ()
 
-    def to_json(self, prefer: str | None) -> dict[str, Any]:
-        """The part as Graph's batch JSON (with the client's ``Prefer``, if any)."""
+    def to_json(self, prefer: str | None, sent: frozenset[str] | None = None) -> dict[str, Any]:
+        """The part as Graph's batch JSON (with the client's ``Prefer``, if any).
+
+        ``sent`` is the ids of the parts sent with it: a dependency outside them
+        (one that already succeeded in an earlier try) is left out.
+        """
         headers = dict(self.headers)
         if prefer and "Prefer" not in headers:
             headers["Prefer"] = prefer
@@ -137,8 +141,9 @@ class BatchRequest:
             headers.setdefault("Content-Type", "application/json")
         if headers:
             part["headers"] = headers
-        if self.depends_on:
-            part["dependsOn"] = list(self.depends_on)
+        depends = [d for d in self.depends_on if sent is None or d in sent]
+        if depends:
+            part["dependsOn"] = depends
         return part
 
 
