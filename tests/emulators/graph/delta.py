@@ -1,5 +1,9 @@
 """Per-folder message delta: rounds of pages, skip tokens and delta tokens.
 
+``/me/mailFolders/delta`` runs the same rounds over the folders (:data:`FOLDERS`):
+every folder below the root, then creations and renames (the whole folder) and
+deletions (``@removed`` reason ``deleted``).
+
 A **round** starts with a request without a token (enumerate the folder: every
 message in it, newest received first) or with a ``$deltatoken`` (the folder's
 entries changed after the token's sequence number, oldest change first; removed
@@ -31,6 +35,8 @@ from typing import Any
 from tests.emulators.graph.errors import GraphError, bad_request
 from tests.emulators.graph.mailbox import Mailbox, check_select, show
 
+FOLDERS = "@folders"  # the "folder id" of /me/mailFolders/delta's rounds
+FOLDER_TYPE = "#microsoft.graph.mailFolder"
 DEFAULT_PAGE_SIZE = 10
 MAX_PAGE_SIZE = 1000
 EXPIRY_FORMS = ("410", "400")
@@ -147,8 +153,9 @@ class DeltaTracker:
         skip: str | None,
         round_: Round,
     ) -> dict[str, Any]:
-        path = f"{link_base}/me/mailFolders/{folder_id}/messages/delta"
-        body: dict[str, Any] = {"@odata.context": f"{link_base}/$metadata#Collection(message)"}
+        path = _path(link_base, folder_id)
+        kind = "mailFolder" if folder_id == FOLDERS else "message"
+        body: dict[str, Any] = {"@odata.context": f"{link_base}/$metadata#Collection({kind})"}
         if skip is not None:
             body["@odata.nextLink"] = f"{path}?$skiptoken={skip}"
         else:
@@ -163,6 +170,8 @@ class DeltaTracker:
                 "id": item["@immutable"] if immutable else item["id"],
                 "@removed": {"reason": item["@removed"]},
             }
+        if item.get("@odata.type") == FOLDER_TYPE:
+            return dict(item)
         return show(item, select, immutable)
 
     def _parse_skip(self, skip: str, folder_id: str, link_base: str) -> tuple[str, int]:
@@ -212,19 +221,25 @@ class DeltaTracker:
 
     def _enumeration(self, folder_id: str) -> list[dict[str, Any]]:
         mailbox = self.mailbox
+        if folder_id == FOLDERS:
+            listed = [f for f in mailbox.folders.values() if f.parent_id is not None]
+            return [{"@odata.type": FOLDER_TYPE, **mailbox.render_folder(f)} for f in listed]
         inside = [m for m in mailbox.messages.values() if m.folder_id == folder_id]
         inside.sort(key=lambda m: (m.props["receivedDateTime"], m.created), reverse=True)
         return [mailbox.snapshot(m) for m in inside]
 
     def _changes(self, folder_id: str, since: int) -> list[dict[str, Any]]:
         mailbox = self.mailbox
-        changed = [e for e in mailbox.entries[folder_id].values() if e.seq > since]
-        changed.sort(key=lambda e: e.seq)
+        book = mailbox.folder_changes if folder_id == FOLDERS else mailbox.entries[folder_id]
+        changed = sorted((e for e in book.values() if e.seq > since), key=lambda e: e.seq)
         items: list[dict[str, Any]] = []
         for entry in changed:
             if entry.removed is not None:
                 removed = {"id": entry.rest_id, "@immutable": entry.immutable_id}
                 items.append(removed | {"@removed": entry.removed})
+            elif folder_id == FOLDERS:
+                folder = mailbox.folders[entry.rest_id]
+                items.append({"@odata.type": FOLDER_TYPE, **mailbox.render_folder(folder)})
             else:
                 items.append(mailbox.snapshot(mailbox.messages[entry.rest_id]))
         return items
@@ -240,10 +255,14 @@ class DeltaTracker:
             "SyncStateNotFound",
             f"The sync state generation is not found; generation={self.generation};"
             f"[highest={self.generation + 3}].",
-            headers={
-                "Location": f"{link_base}/me/mailFolders/{folder_id}/messages/delta?$deltatoken="
-            },
+            headers={"Location": f"{_path(link_base, folder_id)}?$deltatoken="},
         )
+
+
+def _path(link_base: str, folder_id: str) -> str:
+    if folder_id == FOLDERS:
+        return f"{link_base}/me/mailFolders/delta"
+    return f"{link_base}/me/mailFolders/{folder_id}/messages/delta"
 
 
 def _select(query: dict[str, str]) -> tuple[str, ...]:

@@ -10,6 +10,9 @@ Invariants the routes and the scripting API rely on:
   folder it touched: an entry per REST id per folder, present or removed (with
   the reason: ``changed`` when it left the folder, ``deleted`` when it is gone).
   A delta round is "the entries of a folder whose sequence is above the token's".
+* Folder creations, renames and deletions take a sequence number too
+  (:attr:`Mailbox.folder_changes`), for ``/me/mailFolders/delta``; count
+  changes (unread, total) are not tracked there.
 * Well-known names (``inbox``, ``sentitems``, ...) are aliases of folder ids,
   matched case-insensitively; ``msgfolderroot`` is the root, which is never listed.
 
@@ -127,6 +130,7 @@ class Mailbox:
         self.messages: dict[str, Message] = {}
         self.by_immutable: dict[str, Message] = {}
         self.entries: dict[str, dict[str, Entry]] = {}
+        self.folder_changes: dict[str, Entry] = {}  # what /me/mailFolders/delta reads
         self.conversations: dict[str, str] = {}
         self.sent: list[bytes] = []  # the MIME of every message sent with sendMail
         root = self._add_folder("Top of Information Store", None, "msgfolderroot")
@@ -147,6 +151,7 @@ class Mailbox:
         folder = Folder(new_id("AAMkAGF"), name, parent_id, well_known, hidden)
         self.folders[folder.id] = folder
         self.entries[folder.id] = {}
+        self._folder_changed(folder.id)
         if well_known:
             self.aliases[well_known] = folder.id
         return folder
@@ -192,6 +197,7 @@ class Mailbox:
             if folder.display_name != name:
                 self._name_free(folder.parent_id, name)
             folder.display_name = name
+            self._folder_changed(folder.id)
             return folder
 
     def delete_folder(self, ref: str) -> None:
@@ -205,7 +211,12 @@ class Mailbox:
                 for message in [m for m in self.messages.values() if m.folder_id == folder_id]:
                     self._forget(message)
                 del self.folders[folder_id]
+                self._folder_changed(folder_id, removed=True)
                 del self.entries[folder_id]
+
+    def _folder_changed(self, folder_id: str, removed: bool = False) -> None:
+        reason = "deleted" if removed else None
+        self.folder_changes[folder_id] = Entry(self._tick(), folder_id, folder_id, reason)
 
     def _user_folder(self, ref: str) -> Folder:
         folder = self.folder(ref)

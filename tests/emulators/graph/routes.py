@@ -20,7 +20,7 @@ from email.utils import formatdate, make_msgid
 from typing import Any
 from urllib.parse import urlencode
 
-from tests.emulators.graph.delta import DeltaTracker
+from tests.emulators.graph.delta import FOLDERS, DeltaTracker
 from tests.emulators.graph.errors import GraphError, bad_request
 from tests.emulators.graph.mailbox import FLAG_STATUSES, Mailbox, check_select
 
@@ -162,6 +162,13 @@ def list_children(call: Call, args: list[str]) -> Reply:
     parent = call.mailbox.folder(args[0])
     folders = call.mailbox.children(parent, _hidden(call))
     return _folder_page(call, folders, f"/me/mailFolders/{args[0]}/childFolders")
+
+
+@route("GET", "/me/mailFolders/delta")
+def folder_delta(call: Call, _: list[str]) -> Reply:
+    """One page of the folder tree's delta round (registered before the folder by id)."""
+    body = call.delta.page(FOLDERS, call.query, call.page_size(), False, call.link_base)
+    return Reply(200, body)
 
 
 @route("GET", "/me/mailFolders/{}")

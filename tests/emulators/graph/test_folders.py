@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import httpx
 
+from tests.emulators.graph.server import GraphEmulator
+
 
 def test_top_level_lists_the_visible_folders_without_well_known_name(graph: httpx.Client) -> None:
     """/me/mailFolders lists the visible top-level folders in v1.0's shape (no wellKnownName)."""
@@ -79,3 +81,30 @@ def test_duplicate_names_and_distinguished_folders_are_refused(graph: httpx.Clie
     assert again.status_code == 409 and again.json()["error"]["code"] == "ErrorFolderExists"
     assert graph.delete("/me/mailFolders/inbox").status_code == 403
     assert graph.patch("/me/mailFolders/inbox", json={"displayName": "X"}).status_code == 403
+
+
+def test_folder_delta_lists_the_tree_then_its_changes(
+    graph: httpx.Client, graph_emulator: GraphEmulator
+) -> None:
+    """/me/mailFolders/delta gives every folder, then creations, renames and deletions."""
+    everything: list[dict[str, object]] = []
+    link: str | None = "/me/mailFolders/delta"
+    delta_link = ""
+    while link:
+        body = graph.get(link, headers={"Prefer": "odata.maxpagesize=3"}).json()
+        everything.extend(body["value"])
+        link = body.get("@odata.nextLink")
+        delta_link = body.get("@odata.deltaLink", delta_link)
+    names = {f["displayName"] for f in everything}
+    assert {"Inbox", "Archive", "Sync Issues"} <= names
+    assert "Top of Information Store" not in names
+    mailbox = graph_emulator.mailbox()
+    work = mailbox.create_folder("Work")
+    old = mailbox.create_folder("Old")
+    mailbox.rename_folder(work.id, "Job")
+    mailbox.delete_folder(old.id)
+    changes = graph.get(delta_link).json()
+    assert "@odata.deltaLink" in changes
+    by_id = {f["id"]: f for f in changes["value"]}
+    assert by_id[work.id]["displayName"] == "Job"
+    assert by_id[old.id] == {"id": old.id, "@removed": {"reason": "deleted"}}

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mailroom.providers.base import AuthError, InvalidCursorError, RateLimitError
+from mailroom.providers.base import AuthError, InvalidCursorError, ProviderError, RateLimitError
 from mailroom.providers.graph import (
     BatchRequest,
     FolderExistsError,
@@ -390,3 +390,16 @@ def test_a_retried_part_leaves_out_a_dependency_that_already_succeeded(
     assert sleeps == [0.3]
     assert [r.status for r in graph_emulator.graph_requests(parts=False)] == [200, 200]
     assert graph_emulator.mailbox().message(ident).is_read
+
+
+def test_a_link_to_another_server_is_not_followed(
+    make_client: MakeClient, graph_emulator: GraphEmulator
+) -> None:
+    """A stored link naming another host is refused before anything is sent (no token leaks)."""
+    client = make_client()
+    inbox = graph_emulator.mailbox().folder("inbox").id
+    elsewhere = "http://203.0.113.7/v1.0/me/mailFolders/x/messages/delta?$deltatoken=abc"
+    with pytest.raises(ProviderError) as caught:
+        list(client.delta(inbox, elsewhere))
+    assert "another server" in str(caught.value)
+    assert graph_emulator.requests == []
