@@ -5,11 +5,12 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from mailroom.config import Settings
+from mailroom.labels.lifecycle import LabelLifecycle
 from mailroom.labels.operations import Operations
 from mailroom.labels.resolver import resolve_path
 from mailroom.providers.imap import propagate_pending, sync_account
 from mailroom.store.engine import Store
-from mailroom.store.models import Message, PendingChange
+from mailroom.store.models import Message, MessageLocation, PendingChange
 from tests.emulators.gmail_imap import GmailImapServer
 from tests.factories import make_message
 from tests.imap.gmail.views import gmail_view, mailroom_view
@@ -96,3 +97,22 @@ def test_trash_spam_restore_and_delete_forever_reach_gmail(
     assert model.find("c@x") is None
     sync_account(store, gmail_account, settings=settings)
     assert mailroom_view(store, gmail_account) == gmail_view(model)
+
+
+def test_a_label_created_in_mailroom_becomes_a_gmail_label_not_a_synced_folder(
+    store: Store, settings: Settings, gmail: GmailImapServer, gmail_account: int
+) -> None:
+    """The label's folder is created at Gmail and stays a view; labelling uses X-GM-LABELS."""
+    ids = _setup(store, settings, gmail, gmail_account)
+    with store.session() as session:
+        label = LabelLifecycle(session, 1).create("Projects")
+        Operations(session, 1).label([ids["c@x"]], label.id)
+    result = propagate_pending(store, gmail_account, settings=settings)
+    assert result.failed == 0 and result.retried == 0
+    assert gmail.model.has_folder("Projects")
+    assert "Projects" in gmail.model.message(_msgid(gmail, "c@x")).labels
+    sync_all(store, gmail_account, settings)
+    assert mailroom_view(store, gmail_account) == gmail_view(gmail.model)
+    with store.session() as session:
+        counts = session.execute(select(MessageLocation.message_id)).scalars().all()
+    assert len(counts) == len(set(counts)) == 3  # one location each: All Mail

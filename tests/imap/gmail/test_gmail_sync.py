@@ -116,3 +116,20 @@ def test_the_watcher_idles_on_all_mail_and_stores_new_mail(
         assert _wait_for(lambda: "pushed@x" in mailroom_view(store, gmail_account)), errors
     assert not errors
     assert mailroom_view(store, gmail_account) == gmail_view(gmail.model)
+
+
+def test_labels_renamed_or_deleted_at_gmail_follow_on_every_message(
+    store: Store, settings: Settings, gmail: GmailImapServer, gmail_account: int
+) -> None:
+    """A renamed label moves to its new name on every message; a deleted one goes."""
+    ids = _deliver(gmail, LABELLED[:3])
+    sync_all(store, gmail_account, settings)
+    gmail.model.rename_label("Work", "Job")
+    gmail.model.delete_label("Receipts")
+    sync_account(store, gmail_account, settings=settings)
+    assert mailroom_view(store, gmail_account) == gmail_view(gmail.model)
+    assert gmail.model.message(ids["b@x"]).labels >= {"Job", "Job/Invoices"}
+    with store.session() as session:
+        paths = set(session.scalars(select(Label.path)))
+    assert {"Job", "Job/Invoices"} <= paths
+    assert not {"Work", "Work/Invoices", "Receipts"} & paths

@@ -22,6 +22,9 @@ propagation applies. The steps, each safe to repeat:
    location in the transaction that marks the changes done (the outcome's
    ``record``). The next sync sees a message it already knows: its provider
    id is the IMAP one (``mid:<Message-ID>:<size>``), so nothing is stored twice.
+
+Gmail (``X-GM-EXT-1``) is different: the message must end up with Gmail's id and
+its All Mail location (:mod:`.gmail_append`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from mailroom.providers.base import MessageChanges, Outcome
 from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, folder_role, syncable
 from mailroom.providers.imap.fetcher import fetch_envelopes
+from mailroom.providers.imap.gmail_append import append_to_gmail
+from mailroom.providers.imap.gmail_ext import speaks_gmail
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.mirror import flag_of
 from mailroom.store.engine import Store
@@ -77,6 +82,18 @@ def append_unplaced(
         if draft is None:
             return None
         folder = _target(session, scope, draft.labels)
+    if speaks_gmail(conn):
+        return append_to_gmail(
+            conn,
+            store,
+            scope,
+            pending,
+            draft.provider_id,
+            draft.raw,
+            draft.flags,
+            draft.labels,
+            draft.received_at,
+        )
     if folder is None:
         folder = _discovered_target(conn, store, scope, draft.labels)
     if folder is None:

@@ -14,7 +14,10 @@ its label chain) before a message tries to resolve into it.
 * A server with Gmail's extensions (:mod:`.gmail_ext`) turns this around: All Mail,
   Spam and Trash are synced and every other folder is a view of All Mail (its
   label and binding exist, its messages come through ``X-GM-LABELS``). Views with
-  no label of their own (All Mail, Starred, Important, ``[Gmail]``) get none.
+  no label of their own (All Mail, Starred, Important, ``[Gmail]``) get none. A
+  label folder that vanished takes its label off the account's messages, and a
+  change in the label folders makes the next change scan re-read every message's
+  labels (:mod:`.gmail_folders`).
 * A folder that disappeared from LIST while a new one appeared with the same
   UIDVALIDITY was **renamed** (servers keep UIDs across RENAME): the row keeps its
   id, marks and locations and moves to the label of its new name. Otherwise a
@@ -50,6 +53,7 @@ from mailroom.labels.lifecycle import held_folders
 from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
 from mailroom.providers.imap import gmail_ext
 from mailroom.providers.imap.connection import ImapConnection, ListedFolder
+from mailroom.providers.imap.gmail_folders import forget_label, rescan_labels
 from mailroom.store.bulk import insert_or_get
 from mailroom.store.models import (
     Folder,
@@ -277,6 +281,10 @@ def discover(
 
     for folder in gone:
         result.affected_messages |= remove_locations(session, scope, changes, folder.id)
+        if gmail and folder.label_id is not None and gmail_ext.synced(folder) is False:
+            label = session.get(Label, folder.label_id)
+            if label is not None and label.role is None:  # a label Gmail no longer has
+                forget_label(session, scope, changes, folder.label_id)
         if folder.label_id is not None:
             stale_labels.add(folder.label_id)
         scope.folder_labels.pop(folder.id, None)
@@ -346,6 +354,8 @@ def discover(
             _relabel(session, scope, changes, folder, label_id)
     session.flush()
 
+    if gmail and (gone or new):
+        rescan_labels(session, scope.account_id)
     _bind(session, scope.account_id, list(existing.values()))
     if stale_labels:
         _cleanup_labels(session, stale_labels)

@@ -41,6 +41,8 @@ from mailroom.errors import ProviderError
 from mailroom.labels.resolver import bind
 from mailroom.providers.base import CREATE_FOLDER, DELETE_FOLDER, MessageChanges, Outcome
 from mailroom.providers.imap.connection import CommandError, ImapConnection, ListedFolder
+from mailroom.providers.imap.gmail_ext import speaks_gmail
+from mailroom.providers.imap.gmail_folders import view_state
 from mailroom.store.engine import Store
 from mailroom.store.models import Folder, Label, LabelBinding, utcnow
 
@@ -167,7 +169,7 @@ def _create(
                 delimiter=wanted.delimiter,
                 label_id=label_id,
                 uidvalidity=validity,
-                state={"selectable": True},
+                state=view_state() if speaks_gmail(conn) else {"selectable": True},
                 created_at=utcnow(),
             )
             session.add(folder)

@@ -50,6 +50,7 @@ __all__ = [
     "gmail_thread_id",
     "labels_of",
     "msgid_of",
+    "search_msgid",
     "speaks_gmail",
     "synced",
     "watched_folder",
@@ -149,6 +150,13 @@ def synced(folder: Folder) -> bool | None:
 def is_all_mail(special_use: str | None) -> bool:
     """Whether a folder's special use makes it Gmail's All Mail."""
     return (special_use or "").lower() == ALL_MAIL
+
+
+def search_msgid(conn: ImapConnection, msgid: int, spec: str = "1:*") -> list[int]:
+    """UIDs of the selected folder (within ``spec``) holding the message with this X-GM-MSGID."""
+    with conn.guard("searching"):
+        found = conn.client.search(["UID", spec, "X-GM-MSGID", msgid])
+    return sorted(int(u) for u in found)
 
 
 def watched_folder(session: Session, account_id: int) -> tuple[int, str] | None:

@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from mailroom.providers.base import MessageChanges
 from mailroom.providers.imap.connection import ImapConnection
-from mailroom.providers.imap.gmail_ext import LABELS_ITEM, labels_of
+from mailroom.providers.imap.gmail_ext import LABELS_ITEM, labels_of, search_msgid
 from mailroom.store.engine import Store
 from mailroom.store.models import Label, MessageLabel
 
@@ -126,15 +126,13 @@ def delete_forever(
         if path == trash_path:
             continue
         conn.select(path, readonly=False)
-        with conn.guard("searching"):
-            hits = [int(u) for u in conn.client.search(["X-GM-MSGID", msgid])]
+        hits = search_msgid(conn, msgid)
         if hits and trash_path is not None:
             conn.move(hits, trash_path)
     if trash_path is None:
         return 0
     conn.select(trash_path, readonly=False)
-    with conn.guard("searching"):
-        hits = [int(u) for u in conn.client.search(["X-GM-MSGID", msgid])]
+    hits = search_msgid(conn, msgid)
     if hits:
         conn.expunge(hits)
     return len(hits)

@@ -41,6 +41,7 @@ from mailroom.providers.imap.changes import remap_folder, scan_changes
 from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, syncable_folders
 from mailroom.providers.imap.fetcher import fetch_envelopes, run_page
+from mailroom.providers.imap.gmail_ext import msgid_of, search_msgid
 from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import add_locations
@@ -223,10 +224,14 @@ def _judge_orphans(conn: ImapConnection, store: Store, scope: AccountScope) -> b
             if message_id in found:
                 continue
             mid, _size = parse_provider_id(pid)
-            if mid is None:
+            msgid = msgid_of(pid)
+            if msgid is not None:  # Gmail: the X-GM-MSGID finds it
+                candidates = search_msgid(conn, msgid, f"1:{floor - 1}")
+            elif mid is None:
                 deferred.add(message_id)  # only its bytes identify it: the importer decides
                 continue
-            candidates = conn.search_header("Message-ID", mid, f"1:{floor - 1}")
+            else:
+                candidates = conn.search_header("Message-ID", mid, f"1:{floor - 1}")
             if not candidates:
                 continue
             envelopes, _failed = fetch_envelopes(conn, candidates)
