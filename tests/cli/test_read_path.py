@@ -101,6 +101,48 @@ def test_accounts_loads_neither_sqlalchemy_nor_a_provider(data_dir: Path) -> Non
     assert "not started" in table.stdout and loaded(table) == {"rich"}
 
 
+def test_explain_rules_categories_tokens_and_failed_load_no_heavy_module(data_dir: Path) -> None:
+    """The other read commands read with plain SQL too: no SQLAlchemy, ORM or provider.
+
+    `rules list` loads pydantic, honestly: each stored rule is validated again so that
+    one that no longer validates is listed with its problem.
+    """
+    for change in (
+        ("rules", "add", "--subject", "walrus", "--label", "Walruses"),
+        ("token", "create", "me", "--name", "laptop"),
+        ("categories", "off", "social"),
+    ):
+        done = run(data_dir, *change)
+        assert done.returncode == 0, done.stderr
+    listed = [
+        json.loads(line) for line in run(data_dir, "list", "--format", "jsonl").stdout.splitlines()
+    ]
+
+    explained = run(data_dir, "explain", str(listed[1]["id"]))
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.splitlines()[0] == "Primary: decided by default."
+    assert loaded(explained) == set()
+    missing = run(data_dir, "explain", "999")
+    assert missing.returncode == 1 and "There is no message 999" in missing.stderr
+    assert loaded(missing) == set()
+
+    rules = run(data_dir, "rules", "list")
+    assert rules.stdout == "1: if subject contains 'walrus': label Walruses\n"
+    assert loaded(rules) == {"pydantic"}
+
+    tabs = run(data_dir, "categories", "list")
+    assert "social: off\n" in tabs.stdout and "primary: on\n" in tabs.stdout
+    assert loaded(tabs) == set()
+
+    tokens = run(data_dir, "token", "list", "me")
+    assert tokens.stdout.splitlines()[1].split()[:2] == ["1", "laptop"]
+    assert loaded(tokens) == set()
+
+    failed = run(data_dir, "outbound", "failed", "--json")
+    assert failed.returncode == 0 and failed.stdout == ""
+    assert loaded(failed) == set()
+
+
 def test_a_store_behind_the_schema_is_migrated_before_it_is_read(data_dir: Path) -> None:
     from alembic import command
 
