@@ -51,6 +51,13 @@ from mailroom.store.models.signin import SignInFailure, WebSession
 from mailroom.store.models.sync import SkippedMessage, SyncState
 from mailroom.store.models.threads import Thread, ThreadLabel
 from mailroom.store.models.users import Account, ApiToken, User
+from mailroom.store.models.webhooks import (
+    DELIVERY_STATES,
+    AccountEvent,
+    WebhookCursor,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 
 __all__ = [
     "BACKFILL_PHASES",
@@ -95,6 +102,11 @@ __all__ = [
     "User",
     "VacationResponse",
     "WebSession",
+    "DELIVERY_STATES",
+    "AccountEvent",
+    "WebhookCursor",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "utcnow",
     "UtcDateTime",
 ]
