@@ -230,17 +230,26 @@ def newest_threads(source: Source, user: int, limit: int = 50) -> list[dict[str,
     ]
 
 
-def message_detail(source: Source, user: int, message_id: int) -> dict[str, Any]:
-    """One message with bodies and parse notes; NotFoundError if not the user's."""
-    reader = as_reader(source)
+def user_message(reader: Reader, user: int, message_id: int, columns: str) -> Sequence[Any]:
+    """These columns of the user's message ``message_id``; NotFoundError if not the user's."""
     found = reader.rows(
-        "SELECT recipients, preview, parse_notes, thread_note, category_stage, category_signal "
-        "FROM messages WHERE id = :id AND user_id = :user",
+        f"SELECT {columns} FROM messages WHERE id = :id AND user_id = :user",
         {"id": message_id, "user": user},
     )
     if not found:
         raise NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
-    recipients, preview, notes, thread_note, stage, signal = found[0]
+    return found[0]
+
+
+def message_detail(source: Source, user: int, message_id: int) -> dict[str, Any]:
+    """One message with bodies and parse notes; NotFoundError if not the user's."""
+    reader = as_reader(source)
+    recipients, preview, notes, thread_note, stage, signal = user_message(
+        reader,
+        user,
+        message_id,
+        "recipients, preview, parse_notes, thread_note, category_stage, category_signal",
+    )
     bodies = reader.rows(
         "SELECT text_body, sanitized_html, attachments FROM message_bodies WHERE message_id = :id",
         {"id": message_id},

@@ -13,13 +13,15 @@ The pure helpers both ways of reading share live here too: :func:`first_headers`
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
-from mailroom.errors import NotFoundError
-from mailroom.store.reader import Reader, as_reader, json_value
+from mailroom.reading import user_message
+from mailroom.store.chunks import in_chunks
+from mailroom.store.reader import Reader, as_reader, in_list, json_value
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -99,72 +101,104 @@ def user_settings(reader: Reader, user_id: int) -> Any:
     return json_value(rows[0][0]) if rows else None
 
 
-def _owner_addresses(reader: Reader, user_id: int, settings: Any) -> set[str]:
-    found = addresses_in(settings)
-    for (account_settings,) in reader.rows(
-        "SELECT settings FROM accounts WHERE user_id = :user", {"user": user_id}
-    ):
-        found |= addresses_in(json_value(account_settings))
-    return found
+@dataclass(frozen=True, slots=True)
+class OwnerContext:
+    """What the cascade needs to know about the owner, loaded once per run."""
 
+    addresses: frozenset[str]
+    switched_off: frozenset[str]
+    sent_label: int | None
 
-def _facts(reader: Reader, user_id: int, message_id: int, row: Sequence[Any]) -> CategoryFacts:
-    """The cascade's facts of one stored message, given its (account, from, subject) row."""
-    message = {"id": message_id, "user": user_id}
-    account_id, from_email, subject = row
-    settings = user_settings(reader, user_id)
-    sent = reader.rows(
-        "SELECT id FROM labels WHERE user_id = :user AND role = 'sent'", {"user": user_id}
-    )
-    labels: set[int] = set()
-    provider: list[str] = []
-    for label_id, ref in reader.rows(
-        "SELECT message_labels.label_id, label_bindings.provider_ref FROM message_labels "
-        "LEFT OUTER JOIN label_bindings ON label_bindings.label_id = message_labels.label_id "
-        "AND label_bindings.account_id = :account WHERE message_labels.message_id = :id",
-        {**message, "account": account_id},
-    ):
-        labels.add(label_id)
-        if ref and ref.startswith("CATEGORY_"):
-            provider.append(ref)
-    bodies = reader.rows("SELECT headers FROM message_bodies WHERE message_id = :id", message)
-    sender = (from_email or "").lower()
-    correspondents: frozenset[str] = frozenset()
-    if sender:
-        correspondents = frozenset(
-            str(email).lower()
-            for (email,) in reader.rows(
-                "SELECT email FROM contacts WHERE user_id = :user AND email = :email "
-                "AND sent_count > 0",
-                {"user": user_id, "email": sender},
-            )
+    @classmethod
+    def load(cls, source: Reader | Session, user_id: int) -> OwnerContext:
+        """The owner's addresses, switched-off tabs and Sent label id."""
+        reader = as_reader(source)
+        settings = user_settings(reader, user_id)
+        addresses = addresses_in(settings)
+        for (account_settings,) in reader.rows(
+            "SELECT settings FROM accounts WHERE user_id = :user", {"user": user_id}
+        ):
+            addresses |= addresses_in(json_value(account_settings))
+        sent = reader.rows(
+            "SELECT id FROM labels WHERE user_id = :user AND role = 'sent'", {"user": user_id}
         )
-    own = sender in _owner_addresses(reader, user_id, settings) or bool(
-        sent and sent[0][0] in labels
+        return cls(frozenset(addresses), tabs_off(settings), int(sent[0][0]) if sent else None)
+
+
+def _correspondents(reader: Reader, user_id: int, senders: set[str]) -> frozenset[str]:
+    """Which of these (lower-case) senders the owner has written to."""
+    found: set[str] = set()
+    for chunk in in_chunks(sorted(senders)):
+        listed, params = in_list("email", chunk)
+        found |= {
+            str(email)
+            for (email,) in reader.rows(
+                f"SELECT email FROM contacts WHERE user_id = :user AND email IN {listed} "
+                "AND sent_count > 0",
+                {"user": user_id, **params},
+            )
+        }
+    return frozenset(found)
+
+
+def stored_facts(
+    source: Reader | Session, user_id: int, message_ids: Sequence[int], context: OwnerContext
+) -> dict[int, CategoryFacts]:
+    """The category facts of stored messages (at most one chunk), from stored data only."""
+    reader = as_reader(source)
+    if not message_ids:
+        return {}
+    listed, params = in_list("id", message_ids)
+    rows = reader.rows(
+        "SELECT id, account_id, from_email, subject FROM messages "
+        f"WHERE user_id + 0 = :user AND id IN {listed}",
+        {"user": user_id, **params},
     )
-    return CategoryFacts(
-        from_email=from_email or "",
-        subject=subject or "",
-        headers=first_headers((json_value(bodies[0][0]) if bodies else None) or []),
-        provider_labels=sorted(provider),
-        correspondents=correspondents,
-        switched_off=tabs_off(settings),
-        is_own_message=own,
-    )
+    headers = {
+        message_id: json_value(stored)
+        for message_id, stored in reader.rows(
+            f"SELECT message_id, headers FROM message_bodies WHERE message_id IN {listed}", params
+        )
+    }
+    labels: dict[int, set[int]] = defaultdict(set)
+    provider: dict[int, list[str]] = defaultdict(list)
+    for message_id, label_id, ref in reader.rows(
+        "SELECT message_labels.message_id, message_labels.label_id, label_bindings.provider_ref "
+        "FROM message_labels JOIN messages ON messages.id = message_labels.message_id "
+        "LEFT OUTER JOIN label_bindings ON label_bindings.label_id = message_labels.label_id "
+        "AND label_bindings.account_id = messages.account_id "
+        f"WHERE message_labels.message_id IN {listed}",
+        params,
+    ):
+        labels[message_id].add(label_id)
+        if ref and ref.startswith("CATEGORY_"):
+            provider[message_id].append(ref)
+    senders = {str(email).lower() for _, _, email, _ in rows if email}
+    correspondents = _correspondents(reader, user_id, senders)
+    facts: dict[int, CategoryFacts] = {}
+    for message_id, _account, from_email, subject in rows:
+        sender = (from_email or "").lower()
+        own = sender in context.addresses or (
+            context.sent_label is not None and context.sent_label in labels[message_id]
+        )
+        facts[message_id] = CategoryFacts(
+            from_email=from_email or "",
+            subject=subject or "",
+            headers=first_headers(headers.get(message_id) or []),
+            provider_labels=sorted(provider[message_id]),
+            correspondents=correspondents,
+            switched_off=context.switched_off,
+            is_own_message=own,
+        )
+    return facts
 
 
 def explain(source: Reader | Session, user_id: int, message_id: int) -> Explanation:
     """Recompute, from stored data, which tab a message belongs in and why."""
     reader = as_reader(source)
-    found = reader.rows(
-        "SELECT rule_category, thread_id, account_id, from_email, subject FROM messages "
-        "WHERE id = :id AND user_id + 0 = :user",
-        {"id": message_id, "user": user_id},
-    )
-    if not found:
-        raise NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
-    rule_category, thread_id, *row = found[0]
-    facts = _facts(reader, user_id, message_id, row)
+    rule_category, thread_id = user_message(reader, user_id, message_id, "rule_category, thread_id")
+    context = OwnerContext.load(reader, user_id)
+    facts = stored_facts(reader, user_id, [message_id], context)[message_id]
     thread = (
         reader.rows(
             "SELECT category, category_pinned FROM threads WHERE id = :thread",

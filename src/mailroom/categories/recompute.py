@@ -6,8 +6,9 @@ in ``message_bodies.headers``, the message's labels (a Gmail
 account), the owner's correspondents, own addresses and switched-off tabs —
 so the decision is the one ingest made, without refetching anything.
 
-``explain`` (in :mod:`.explaining`, re-exported here) reads the same facts
-with plain SQL, so a read command answers it without the ORM.
+The facts (``OwnerContext`` and ``stored_facts``) and ``explain`` live in
+:mod:`.explaining`, re-exported here: plain SQL, so that ``mailroom explain``
+answers without the ORM from the very facts a recomputation decides on.
 
 ``recategorize`` rewrites the message columns that changed and then the
 tabs of their threads with ``conversations.refresh.refresh_categories``,
@@ -17,92 +18,22 @@ JMAP Thread updates (a phone learns about a re-sort that way).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from mailroom.categories.cascade import CategoryFacts, categorize
-from mailroom.categories.correspondents import (
-    correspondents_among,
-    owner_addresses,
-    rebuild_contacts,
-    sent_label_id,
-    switched_off,
-)
+from mailroom.categories.cascade import categorize
+from mailroom.categories.correspondents import rebuild_contacts
 from mailroom.categories.explaining import Explanation as Explanation  # re-exported
+from mailroom.categories.explaining import OwnerContext as OwnerContext  # re-exported
 from mailroom.categories.explaining import explain as explain  # re-exported
-from mailroom.categories.explaining import first_headers
+from mailroom.categories.explaining import stored_facts as stored_facts  # re-exported
 from mailroom.conversations.refresh import refresh_categories
 from mailroom.store import changelog
 from mailroom.store.chunks import in_chunks
-from mailroom.store.headers import stored_headers
-from mailroom.store.models import LabelBinding, Message, MessageLabel, Thread
-
-
-@dataclass(frozen=True, slots=True)
-class OwnerContext:
-    """What the cascade needs to know about the owner, loaded once per run."""
-
-    addresses: frozenset[str]
-    switched_off: frozenset[str]
-    sent_label: int | None
-
-    @classmethod
-    def load(cls, session: Session, user_id: int) -> OwnerContext:
-        """The owner's addresses, switched-off tabs and Sent label id."""
-        return cls(
-            owner_addresses(session, user_id),
-            switched_off(session, user_id),
-            sent_label_id(session, user_id),
-        )
-
-
-def stored_facts(
-    session: Session, user_id: int, message_ids: Sequence[int], context: OwnerContext
-) -> dict[int, CategoryFacts]:
-    """The category facts of stored messages, from stored data only."""
-    rows = session.execute(
-        select(Message.id, Message.account_id, Message.from_email, Message.subject).where(
-            Message.user_id + 0 == user_id, Message.id.in_(message_ids)
-        )
-    ).all()
-    headers = stored_headers(session, message_ids)
-    labels: dict[int, set[int]] = defaultdict(set)
-    provider: dict[int, list[str]] = defaultdict(list)
-    for message_id, label_id, ref in session.execute(
-        select(MessageLabel.message_id, MessageLabel.label_id, LabelBinding.provider_ref)
-        .join(Message, Message.id == MessageLabel.message_id)
-        .outerjoin(
-            LabelBinding,
-            (LabelBinding.label_id == MessageLabel.label_id)
-            & (LabelBinding.account_id == Message.account_id),
-        )
-        .where(MessageLabel.message_id.in_(message_ids))
-    ):
-        labels[message_id].add(label_id)
-        if ref and ref.startswith("CATEGORY_"):
-            provider[message_id].append(ref)
-    senders = {row.from_email.lower() for row in rows if row.from_email}
-    correspondents = correspondents_among(session, user_id, senders)
-    facts: dict[int, CategoryFacts] = {}
-    for row in rows:
-        sender = (row.from_email or "").lower()
-        own = sender in context.addresses or (
-            context.sent_label is not None and context.sent_label in labels[row.id]
-        )
-        facts[row.id] = CategoryFacts(
-            from_email=row.from_email or "",
-            subject=row.subject or "",
-            headers=first_headers(headers.get(row.id) or []),
-            provider_labels=sorted(provider[row.id]),
-            correspondents=correspondents,
-            switched_off=context.switched_off,
-            is_own_message=own,
-        )
-    return facts
+from mailroom.store.models import Message, Thread
 
 
 @dataclass
