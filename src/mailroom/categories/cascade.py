@@ -1,31 +1,47 @@
 """The category cascade: which inbox tab a message belongs in, and why.
 
-Decided only from stored data (headers, labels, the owner's correspondents),
-so the same code runs at ingest and in a backfill. Order matters, each stage
-exists because the one after it would get these messages wrong:
+Decided only from stored data (headers, labels, the owner's correspondents,
+one body-derived fact), so the same code runs at ingest and in a backfill.
+Order matters, each stage exists because the one after it would get these
+messages wrong:
 
 1. ``provider_label`` — Gmail's CATEGORY_* labels win outright.
-2. ``correspondent`` — the owner has written to this sender: Primary.
-3. ``forums`` — mailing-list headers (List-Post, Mailing-List, Mailman's
-   X-BeenThere, or a List-Id that is not a newsletter service's). Before
-   promotions, because list traffic carries List-Unsubscribe too.
-4. ``promotions`` — List-Unsubscribe, Precedence: bulk, marketing mailers.
-5. ``social`` — a short, high-signal list of social network sender domains.
-6. ``updates`` — automated notices: no-reply senders, receipts, alerts.
-7. ``default`` — Primary.
+2. ``own_message`` and ``correspondent`` — the owner's own mail, and mail
+   from someone the owner has written to: Primary, whatever bulk headers.
+3. ``updates`` for a list server's own notice (a -owner or -request
+   sender), then ``forums`` — list and group headers (List-Post, Mailing-List, Mailman,
+   Google Groups, Discourse, GitHub/GitLab, a List-Id that is not an ESP's,
+   Precedence: list), or a list's subject tag on mail not addressed to the
+   owner. Before everything bulk: list traffic carries List-Unsubscribe too.
+4. ``social`` — a social network's sender domain or notification header;
+   before promotions, because networks send List-Unsubscribe and ESP headers.
+5. ``updates`` for a delivery report, then ``auto_reply`` (Primary: an
+   out-of-office answers the owner's own conversation).
+6. ``updates`` — transactional subject words (receipt, order, Rechnung,
+   facture, ...) without selling words, from a machine (a role address, an
+   Auto-Submitted, bulk or ESP header, or a reference number): shops send
+   receipts through the same ESPs as their marketing, so this goes first.
+   Then any other Auto-Submitted mail without selling words.
+7. ``promotions`` — List-Unsubscribe(-Post), Precedence: bulk/junk, ESP and
+   campaign headers, a mass mailer, a newsletter service's List-Id, bulk
+   signs in the body, or selling words from a company's role address.
+8. ``updates`` — a sender no person reads (no-reply, notifications, ...).
+9. ``default`` — Primary.
 
-A category the owner switched off gets no mail: the decision becomes Primary
-with stage ``switched_off`` and the original signal kept for ``explain``.
+A person's invoice or a friend's "your parcel" mail has no machine evidence,
+so it stays Primary. A category the owner switched off gets no mail: the
+decision becomes Primary with stage ``switched_off`` and the original signal
+kept for ``explain``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from mailroom.categories import signals
 from mailroom.categories.tabs import PRIMARY
-from mailroom.conversations.subject import is_reply
+from mailroom.categories.vocabulary import PROMOTIONAL_WORDS
 
 GMAIL_CATEGORY_LABELS = {
     "CATEGORY_PERSONAL": "primary",
@@ -34,56 +50,6 @@ GMAIL_CATEGORY_LABELS = {
     "CATEGORY_UPDATES": "updates",
     "CATEGORY_FORUMS": "forums",
 }
-
-SOCIAL_DOMAINS = frozenset(
-    {
-        "facebookmail.com",
-        "facebook.com",
-        "linkedin.com",
-        "twitter.com",
-        "x.com",
-        "instagram.com",
-        "pinterest.com",
-        "tiktok.com",
-        "reddit.com",
-        "redditmail.com",
-        "mastodon.social",
-        "xing.com",
-        "meetup.com",
-        "quora.com",
-        "youtube.com",
-        "snapchat.com",
-        "discord.com",
-        "tumblr.com",
-        "nextdoor.com",
-    }
-)
-
-_NOREPLY = re.compile(
-    r"^(no-?reply|do-?not-?reply|notifications?|alerts?|mailer-daemon|bounce)", re.I
-)
-_UPDATE_SUBJECT = re.compile(
-    r"\b(receipt|invoice|order|shipped|shipping|delivery|statement|password|verify|"
-    r"verification|security alert|sign-?in|confirm|booking|reservation|ticket|"
-    r"rechnung|bestellung|lieferung|versand)\b",
-    re.I,
-)
-_MARKETING_MAILERS = re.compile(
-    r"(mailchimp|mcsv\.net|sendgrid|constantcontact|exacttarget|campaign|newsletter|"
-    r"marketo|hubspot|klaviyo|rsgsv|cmail\d*\.com|mktomail)",
-    re.I,
-)
-
-
-# Headers only discussion lists carry (people post to them); List-Id is weighed separately.
-_FORUM_HEADERS = (
-    "list-post",
-    "mailing-list",
-    "x-mailing-list",
-    "x-mailman-version",
-    "x-beenthere",
-)
-_CAMPAIGN_HEADERS = ("x-campaign", "x-campaignid", "x-mc-user", "x-sg-eid")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +63,8 @@ class CategoryFacts:
     correspondents: Collection[str] = ()  # addresses the owner has written to
     switched_off: Collection[str] = ()  # categories the owner turned off
     is_own_message: bool = False
+    owner_addresses: Collection[str] = ()  # the owner's own addresses (lower-case)
+    body_sign: str = ""  # a bulk-mail sign in the body (``categories.bodies``), or ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +94,34 @@ def categorize(facts: CategoryFacts) -> CategoryDecision:
     return decision
 
 
+def _transactional_update(facts: CategoryFacts) -> str:
+    words = signals.transactional(facts)
+    if words and (evidence := signals.automated(facts)):
+        return words if evidence.startswith("sent from the role") else f"{words}, {evidence}"
+    return ""
+
+
+def _unsold_auto_generated(facts: CategoryFacts) -> str:
+    if PROMOTIONAL_WORDS.search(facts.subject):
+        return ""
+    return signals.auto_generated(facts)
+
+
+# The rule stages after the owner's own context, in order: (tab, stage, detector).
+RULES: tuple[tuple[str, str, Callable[[CategoryFacts], str]], ...] = (
+    ("updates", "updates", signals.list_admin),
+    ("forums", "forums", signals.forum),
+    ("social", "social", signals.social),
+    ("updates", "updates", signals.bounce),
+    (PRIMARY, "auto_reply", signals.auto_reply),
+    ("updates", "updates", _transactional_update),
+    ("updates", "updates", _unsold_auto_generated),
+    ("promotions", "promotions", signals.bulk),
+    ("promotions", "promotions", signals.promotional),
+    ("updates", "updates", signals.automated_sender),
+)
+
+
 def _cascade(facts: CategoryFacts) -> CategoryDecision:
     for label in facts.provider_labels:
         if label in GMAIL_CATEGORY_LABELS:
@@ -135,39 +131,7 @@ def _cascade(facts: CategoryFacts) -> CategoryDecision:
     sender = facts.from_email.lower()
     if sender and sender in facts.correspondents:
         return CategoryDecision(PRIMARY, "correspondent", f"you have written to {sender}")
-    headers = facts.headers
-    for name in _FORUM_HEADERS:
-        if headers.get(name):
-            return CategoryDecision("forums", "forums", f"{name}: {headers[name][:120]}")
-    list_id = headers.get("list-id", "")
-    if list_id:
-        # A List-Id alone is also what newsletter services stamp on their campaigns; one of
-        # theirs (or their campaign headers) makes it marketing, anything else a forum.
-        marketing = _MARKETING_MAILERS.search(list_id) or any(
-            headers.get(name) for name in _CAMPAIGN_HEADERS
-        )
-        if not marketing:
-            return CategoryDecision("forums", "forums", f"list-id: {list_id[:120]}")
-        return CategoryDecision("promotions", "promotions", f"newsletter list-id: {list_id[:120]}")
-    precedence = headers.get("precedence", "").strip().lower()
-    if precedence == "list":
-        return CategoryDecision("forums", "forums", "precedence: list")
-    if headers.get("list-unsubscribe"):
-        return CategoryDecision("promotions", "promotions", "list-unsubscribe header")
-    if precedence in ("bulk", "junk"):
-        return CategoryDecision("promotions", "promotions", f"precedence: {precedence}")
-    for name in ("x-mailer", *_CAMPAIGN_HEADERS, "feedback-id"):
-        value = headers.get(name, "")
-        if value and (name != "x-mailer" or _MARKETING_MAILERS.search(value)):
-            return CategoryDecision("promotions", "promotions", f"{name}: {value[:80]}")
-    domain = sender.rpartition("@")[2]
-    if domain in SOCIAL_DOMAINS or domain.partition(".")[2] in SOCIAL_DOMAINS:
-        return CategoryDecision("social", "social", f"sender domain {domain}")
-    local = sender.partition("@")[0]
-    if local and _NOREPLY.match(local):
-        return CategoryDecision("updates", "updates", f"automated sender {sender}")
-    if headers.get("auto-submitted", "no").strip().lower() not in ("", "no"):
-        return CategoryDecision("updates", "updates", "auto-submitted header")
-    if not is_reply(facts.subject) and (match := _UPDATE_SUBJECT.search(facts.subject)):
-        return CategoryDecision("updates", "updates", f"subject mentions {match.group(0)!r}")
+    for category, stage, detect in RULES:
+        if found := detect(facts):
+            return CategoryDecision(category, stage, found)
     return CategoryDecision(PRIMARY, "default", "")
