@@ -214,7 +214,7 @@ def test_secret_file_mistakes_are_one_sentence_before_the_browser(
             "MAILROOM_MASTER_KEY_FILE": None,
         },
     )
-    assert result.exit_code == 1 and result.exception is not None
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result
     (line,) = result.output.strip().splitlines()
     assert line.startswith("mailroom: ") and words in line
     assert auth_server.authorize_requests == []

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 import mailroom.oauth
 from mailroom.cli.accounts import account_group
+from mailroom.oauth.providers import gmail_add_command, microsoft_add_command
 from mailroom.oauth.tokens import TokenSet
 from mailroom.providers import registry
 
@@ -31,11 +32,10 @@ def test_the_public_names_are_the_listed_ones_and_load_lazily() -> None:
     assert fresh.stdout.strip() == "False"
 
 
-def test_account_add_offers_gmail_and_microsoft_without_syncers() -> None:
-    """The registry lists both connect commands; their entries have no services yet."""
-    for name in ("gmail", "microsoft"):
-        entry = registry.get(name)
-        assert entry.add_command is not None and entry.syncer is None
+def test_account_add_offers_gmail_and_microsoft() -> None:
+    """The registry's gmail and microsoft entries offer the connect commands."""
+    assert registry.get("gmail").add_command is gmail_add_command
+    assert registry.get("microsoft").add_command is microsoft_add_command
     listing = CliRunner().invoke(account_group, ["add", "--help"])
     commands = listing.output.split("Commands:")[1]
     assert "gmail" in commands and "microsoft" in commands

@@ -100,6 +100,7 @@ def test_a_rejected_token_is_refreshed_and_other_workers_use_the_new_one(
     assert fresh != old and auth_server.accepts(fresh)
     assert two.rejected(old) == fresh  # found in the store, no second refresh
     assert one.rejected(old) == fresh  # a late 401 for the old token changes nothing
+    assert two(old) == two() == fresh  # the callable form says the same
     assert len(auth_server.grants("refresh_token")) == 1
 
 

@@ -1,7 +1,8 @@
 """``TokenSource``: a valid access token for one account, refreshed when needed.
 
 A provider client asks :meth:`TokenSource.access_token` before a request and
-:meth:`TokenSource.rejected` when the provider answered 401 for a token. The
+:meth:`TokenSource.rejected` when the provider answered 401 for a token (or
+calls the source: ``source()`` and ``source(stale)`` are the same two). The
 source refreshes when the stored token is expired (or within ``margin`` seconds
 of it), or when told the token it handed out was rejected, and persists what
 the refresh answered — a rotated refresh token (Microsoft) replaces the old one
@@ -67,9 +68,9 @@ class TokenSource:
         self._current: str | None = None
         self._expires_at: float | None = None
 
-    def __call__(self) -> str:
-        """The same as :meth:`access_token`, so the source is a plain callable too."""
-        return self.access_token()
+    def __call__(self, stale: str | None = None) -> str:
+        """As a plain callable: :meth:`access_token`, or :meth:`rejected` for ``stale``."""
+        return self.access_token() if stale is None else self.rejected(stale)
 
     def access_token(self) -> str:
         """A token that is not expired, refreshing (and storing) new tokens when needed."""
