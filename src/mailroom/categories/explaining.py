@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mailroom.categories.bodies import bulk_body_sign
 from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
 from mailroom.reading import user_message
 from mailroom.store.chunks import in_chunks
@@ -154,12 +155,15 @@ def stored_facts(
         f"WHERE user_id + 0 = :user AND id IN {listed}",
         {"user": user_id, **params},
     )
-    headers = {
-        message_id: json_value(stored)
-        for message_id, stored in reader.rows(
-            f"SELECT message_id, headers FROM message_bodies WHERE message_id IN {listed}", params
-        )
-    }
+    headers: dict[int, Any] = {}
+    body_signs: dict[int, str] = {}
+    for message_id, stored, text, html in reader.rows(
+        "SELECT message_id, headers, text_body, html_body FROM message_bodies "
+        f"WHERE message_id IN {listed}",
+        params,
+    ):
+        headers[message_id] = json_value(stored)
+        body_signs[message_id] = bulk_body_sign(text or "", html)
     labels: dict[int, set[int]] = defaultdict(set)
     provider: dict[int, list[str]] = defaultdict(list)
     for message_id, label_id, ref in reader.rows(
@@ -189,6 +193,8 @@ def stored_facts(
             correspondents=correspondents,
             switched_off=context.switched_off,
             is_own_message=own,
+            owner_addresses=context.addresses,
+            body_sign=body_signs.get(message_id, ""),
         )
     return facts
 
