@@ -10,7 +10,8 @@ from sqlalchemy import text, update
 
 from mailroom.config import SecretStr, Settings
 from mailroom.errors import ConfigError, ProviderError
-from mailroom.oauth.endpoints import microsoft
+from mailroom.oauth.connect import ConnectRequest, connect_account
+from mailroom.oauth.endpoints import GOOGLE, microsoft
 from mailroom.oauth.source import TokenSource
 from mailroom.oauth.tokens import OAuthClient
 from mailroom.providers.base import AuthError, TransientError
@@ -64,6 +65,11 @@ def test_connect_stores_an_active_account_with_sealed_tokens(
                 raw = path.read_bytes()
                 assert all(secret.encode() not in raw for secret in secrets)
     assert TokenSource(store, account_id, settings).access_token() == access
+    again = ConnectRequest(
+        GOOGLE.at(auth_server.url), OAuthClient("x"), " work ", "a@b.example", "me"
+    )
+    with pytest.raises(ConfigError, match="'me' already has an account called 'work'"):
+        connect_account(store, settings, again, announce=pytest.fail)
 
 
 def test_an_expired_token_is_refreshed_once_and_kept(

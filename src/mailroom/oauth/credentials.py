@@ -64,7 +64,9 @@ def _seal(box: SecretBox, account_id: int, client: OAuthClient, tokens: TokenSet
     return box.seal(json.dumps(record).encode("utf-8"), _context(account_id))
 
 
-def _settings(address: str, client: OAuthClient, token_url: str, scopes: list[str]) -> Any:
+def _settings(
+    address: str, client: OAuthClient, token_url: str, scopes: list[str]
+) -> dict[str, Any]:
     return {
         "address": address,
         "oauth": {"client_id": client.client_id, "token_url": token_url, "scopes": scopes},
