@@ -25,12 +25,12 @@ import itertools
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.emulators.gmail.errors import conflict, invalid_argument, not_found
-from tests.emulators.gmail.payload import header
+from tests.emulators.gmail.payload import header_fields
 
 CATEGORY_LABELS = (
     "CATEGORY_PERSONAL",
@@ -98,6 +98,7 @@ class StoredMessage:
     internal_date: int  # epoch milliseconds
     history_id: int
     unfetchable: bool = False  # listed, but messages.get answers 404
+    subject_key: str = ""  # thread_subject() of its Subject, for threading
 
     def ref(self) -> dict[str, str]:
         """``{id, threadId}`` as lists and history records show a message."""
@@ -141,6 +142,10 @@ class Mailbox:
         self.address = address
         self.lock = threading.RLock()
         self.messages: dict[str, StoredMessage] = {}
+        self._by_message_id: dict[str, list[str]] = {}  # Message-ID header -> message ids
+        self._order: list[StoredMessage] | None = (
+            None  # newest first, until a message comes or goes
+        )
         self.labels: dict[str, Label] = {}
         self.drafts: dict[str, Draft] = {}
         self.history: list[HistoryRecord] = []
@@ -216,35 +221,38 @@ class Mailbox:
 
     def newest_first(self) -> list[StoredMessage]:
         """Every message, newest first (the order of messages.list)."""
-        return sorted(self.messages.values(), key=lambda m: (m.internal_date, m.id), reverse=True)
+        if self._order is None:
+            self._order = sorted(
+                self.messages.values(), key=lambda m: (m.internal_date, m.id), reverse=True
+            )
+        return list(self._order)
 
     # -- threading --------------------------------------------------------
 
-    def _referenced(self, raw: bytes) -> list[str]:
-        named = header(raw, "References") + " " + header(raw, "In-Reply-To")
-        return _MESSAGE_ID.findall(named)
-
-    def _thread_by_references(self, raw: bytes, among: Sequence[StoredMessage]) -> str | None:
-        wanted = set(self._referenced(raw))
-        if not wanted:
-            return None
-        subject = thread_subject(header(raw, "Subject"))
-        for candidate in sorted(among, key=lambda m: m.internal_date, reverse=True):
-            message_id = header(candidate.raw, "Message-ID").strip()
-            if message_id in wanted and thread_subject(header(candidate.raw, "Subject")) == subject:
+    def _thread_by_references(self, raw: bytes, thread_id: str | None = None) -> str | None:
+        """The newest thread holding a message ``raw`` names with the same subject."""
+        headers = header_fields(raw)
+        subject = thread_subject(headers.get("subject", ""))
+        named_ids = f"{headers.get('references', '')} {headers.get('in-reply-to', '')}"
+        candidates = [
+            self.messages[stored_id]
+            for named in set(_MESSAGE_ID.findall(named_ids))
+            for stored_id in self._by_message_id.get(named, ())
+        ]
+        for candidate in sorted(candidates, key=lambda m: m.internal_date, reverse=True):
+            if thread_id is not None and candidate.thread_id != thread_id:
+                continue
+            if candidate.subject_key == subject:
                 return candidate.thread_id
         return None
 
     def thread_for_delivery(self, raw: bytes) -> str | None:
         """The thread delivered mail joins (by References/In-Reply-To and Subject)."""
-        return self._thread_by_references(raw, list(self.messages.values()))
+        return self._thread_by_references(raw)
 
     def thread_for_sending(self, raw: bytes, thread_id: str | None) -> str | None:
         """The thread sent mail joins: the named one, only if references and subject agree."""
-        if not thread_id:
-            return None
-        members = [m for m in self.messages.values() if m.thread_id == thread_id]
-        return self._thread_by_references(raw, members)
+        return self._thread_by_references(raw, thread_id) if thread_id else None
 
     # -- adding and removing ----------------------------------------------
 
@@ -273,7 +281,13 @@ class Mailbox:
                 0,
                 unfetchable,
             )
+            headers = header_fields(raw)
+            message.subject_key = thread_subject(headers.get("subject", ""))
             self.messages[message_id] = message
+            self._order = None
+            header_id = headers.get("message-id", "").strip()
+            if header_id:
+                self._by_message_id.setdefault(header_id, []).append(message_id)
             self._record(message, HistoryEvent("messageAdded", tuple(sorted(wanted))))
             return message
 
@@ -282,6 +296,10 @@ class Mailbox:
         with self.lock:
             message = self.message(message_id)
             del self.messages[message_id]
+            self._order = None
+            for holders in self._by_message_id.values():
+                if message_id in holders:
+                    holders.remove(message_id)
             for draft_id, draft in list(self.drafts.items()):
                 if draft.message_id == message_id:
                     del self.drafts[draft_id]

@@ -212,7 +212,8 @@ class Routes:
         label_ids = query.get("labelIds", [])
         with box.lock:
             names = {label.id: label.name for label in box.labels.values()}
-            parsed = parse_query(_one(query, "q", "") or "", names)
+            q = _one(query, "q", "") or ""
+            parsed = parse_query(q, names)
             include_hidden = (
                 _flag(query, "includeSpamTrash")
                 or parsed.names_spam_or_trash
@@ -223,7 +224,9 @@ class Routes:
                 for m in box.newest_first()
                 if all(label in m.labels for label in label_ids)
                 and (include_hidden or not ({"SPAM", "TRASH"} & m.labels))
-                and parsed.matches(Candidate(frozenset(m.labels), m.internal_date, m.raw))
+                and (
+                    not q or parsed.matches(Candidate(frozenset(m.labels), m.internal_date, m.raw))
+                )
             ]
         start = 0
         token = _one(query, "pageToken")

@@ -256,3 +256,15 @@ def test_other_users_are_refused(http: httpx.Client) -> None:
     """Only ``me`` and the mailbox's own address are served (403 for anyone else)."""
     assert http.get("/gmail/v1/users/owner@example.com/profile").status_code == 200
     assert http.get("/gmail/v1/users/someone@example.com/profile").status_code == 403
+
+
+def test_folded_headers_still_thread() -> None:
+    """A folded References header and a repeated Subject are read as Gmail reads them."""
+    with GmailEmulator() as gmail:
+        first = gmail.add_message(make_message("Long", message_id="<f1@example.org>"))
+        folded = (
+            b"Subject: Re: Long\r\nSubject: something else\r\nReferences: <zz@example.org>\r\n"
+            b"\t<f1@example.org>\r\n\r\nbody\r\n"
+        )
+        reply = gmail.add_message(folded)
+        assert gmail.message(reply).thread_id == gmail.message(first).thread_id
