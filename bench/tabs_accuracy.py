@@ -59,7 +59,11 @@ def read_manifest(path: Path) -> list[Labelled]:
 
 
 def sort_through_pipeline(items: list[Labelled], workdir: Path) -> dict[str, tuple[str, str]]:
-    """Ingest the messages into a fresh store: path → (stored tab, explain's sentence)."""
+    """Ingest the messages into a fresh store: path → (stored tab, explain's sentence).
+
+    Exits with an error when ``explain``, recomputing from stored data, does not
+    come to the tab the ingest stage stored: the two must never disagree.
+    """
     store = open_store(f"sqlite:///{workdir / 'tabs.db'}", workdir)
     with store.session() as session:
         user = get_or_create_user(session, "sam")
@@ -75,8 +79,10 @@ def sort_through_pipeline(items: list[Labelled], workdir: Path) -> dict[str, tup
     with store.session() as session:
         rows = session.execute(select(Message.id, Message.provider_id, Message.category)).all()
         for message_id, provider_id, category in rows:
-            why = " ".join(explain(session, user_id, message_id).lines()[:1])
-            result[provider_id] = (category or "", why)
+            explained = explain(session, user_id, message_id)
+            if explained.decision.category != category:
+                raise SystemExit(f"{provider_id}: stored {category}, but {explained.lines()[0]}")
+            result[provider_id] = (category or "", explained.lines()[0])
     store.dispose()
     return result
 
