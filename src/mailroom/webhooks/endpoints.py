@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # The durable records events come from (mailroom.webhooks.derive).
-SOURCES = ("Email", "EmailSubmission", "account")
+SOURCES = ("account", "Email", "EmailSubmission")  # in this order within a round
 
 
 @dataclass(frozen=True)
