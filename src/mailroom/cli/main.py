@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "supervisor": "mailroom.cli.workers:supervisor_command",
     "outbound": "mailroom.cli.outbound:outbound_group",
     "gmail": "mailroom.cli.gmail:gmail_group",
+    "webhooks": "mailroom.cli.webhooks:webhooks_group",
 }
 
 # Commands whose processes are the engine: the operator log is their audience. A
