@@ -91,6 +91,7 @@ def _load_builtins() -> None:
     if _BUILTINS_LOADED:
         return
     _BUILTINS_LOADED = True
+    import mailroom.providers.gmail.provider  # noqa: F401  (registers itself)
     import mailroom.providers.imap  # noqa: F401  (registers itself)
     import mailroom.providers.local  # noqa: F401  (registers itself)
 
