@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mailroom.errors import ConfigError
 from mailroom.providers.base import AuthError, InvalidCursorError, RateLimitError, TransientError
 from mailroom.providers.gmail.api import QUOTA_COSTS, GmailApi, decode_raw
 from mailroom.providers.gmail.errors import (
@@ -292,3 +293,10 @@ def test_sending_limit_gives_retry_after(
         gmail_api.send(make_message("Hi", to="bob@example.org"))
     assert caught.value.retry_after is not None
     assert 100 < caught.value.retry_after <= 120
+
+
+def test_plain_http_only_to_loopback(gmail_tokens: EmulatorTokens) -> None:
+    """Tokens are never sent in clear text to a real host: http is for loopback only."""
+    with pytest.raises(ConfigError, match="must use https"):
+        GmailApi(gmail_tokens, base_url="http://gmail.googleapis.com")
+    GmailApi(gmail_tokens, base_url="https://gmail.googleapis.com").close()

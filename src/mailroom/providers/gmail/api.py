@@ -18,6 +18,8 @@ configurable (Google's by default, the emulator's in tests). What it promises:
   messages per multipart request and reports each id found, missing (404)
   or failed — an inner 429/403 rate rejection is a :class:`QuotaExceededError`
   for that id only, the rest of the batch stands.
+* **Transport**: https, except to a loopback address (the emulator); the SSRF
+  guard vets every connection (:mod:`.transport`).
 * **Paging**: ``iter_*`` methods follow ``nextPageToken`` to the end;
   ``list_messages`` / ``history`` return one page.
 """
@@ -25,6 +27,7 @@ configurable (Google's by default, the emulator's in tests). What it promises:
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +37,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from mailroom.errors import ProviderError
+from mailroom.errors import ConfigError, ProviderError
 from mailroom.providers.base import InvalidCursorError, RateLimitError, TransientError
 from mailroom.providers.gmail.batch import BatchCall, build_batch, read_batch
 from mailroom.providers.gmail.errors import GmailNotFoundError, error_for
@@ -180,6 +183,7 @@ class GmailApi:
         timeout: float = DEFAULT_TIMEOUT,
         user_id: str = "me",
     ) -> None:
+        _require_https(base_url)
         self._tokens = tokens
         self._charge = charge
         self._costs = costs
@@ -553,6 +557,21 @@ class GmailApi:
                     "Gmail's batch answer left out a message; it will be fetched again.",
                     reason="batch answer incomplete",
                 )
+
+
+def _require_https(base_url: str) -> None:
+    """Tokens travel in headers: plain http only to a loopback address (an emulator)."""
+    url = httpx.URL(base_url)
+    if url.scheme == "https":
+        return
+    loopback = False
+    if url.scheme == "http":
+        try:
+            loopback = ipaddress.ip_address(url.host).is_loopback
+        except ValueError:
+            loopback = url.host == "localhost"
+    if not loopback:
+        raise ConfigError(f"The Gmail API URL {base_url!r} must use https.")
 
 
 def _get_params(format: str, metadata_headers: Sequence[str]) -> dict[str, Any]:
