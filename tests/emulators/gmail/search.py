@@ -4,8 +4,9 @@ Terms are ANDed; a leading ``-`` negates one. Understood:
 ``in:inbox|sent|spam|trash|drafts|chats|anywhere``, ``label:NAME`` (Gmail
 writes spaces and slashes in label names as ``-``; case does not matter),
 ``is:unread|read|starred|important``, ``category:primary|social|promotions|
-updates|forums``, ``after:`` / ``before:`` (``YYYY/MM/DD`` as midnight UTC, or
-epoch seconds), ``from:`` / ``to:`` / ``subject:`` (substring of that header)
+updates|forums``, ``after:`` / ``before:`` (``YYYY/MM/DD`` as midnight UTC —
+Gmail takes Pacific time, which is why clients send epoch seconds — or epoch
+seconds), ``from:`` / ``to:`` / ``subject:`` (substring of that header)
 and bare words (substring of the raw message, case-insensitive). Anything
 else is a 400, as Gmail answers an invalid query.
 """

@@ -300,3 +300,14 @@ def test_plain_http_only_to_loopback(gmail_tokens: EmulatorTokens) -> None:
     with pytest.raises(ConfigError, match="must use https"):
         GmailApi(gmail_tokens, base_url="http://gmail.googleapis.com")
     GmailApi(gmail_tokens, base_url="https://gmail.googleapis.com").close()
+
+
+def test_query_and_thread(gmail_emulator: GmailEmulator, gmail_api: GmailApi) -> None:
+    """q reaches Gmail as written; get_thread returns the thread's messages oldest first."""
+    ids = seed_mailbox(gmail_emulator, 6)
+    unread = {r["id"] for r in gmail_api.iter_messages(query="in:inbox is:unread")}
+    assert unread == {i for i in ids if "UNREAD" in gmail_emulator.label_ids(i)}
+    assert gmail_emulator.calls("messages.list")[-1].query["q"] == ["in:inbox is:unread"]
+    thread_id = gmail_emulator.message(ids[1]).thread_id
+    thread = gmail_api.get_thread(thread_id, "minimal")
+    assert [m["id"] for m in thread["messages"]] == ids[0:3]
