@@ -29,6 +29,7 @@ QUEUES = (
     "send_urgent",
     "send_calm",
     "send_direct",
+    "webhooks",  # signed webhooks to outside systems (mailroom.webhooks)
 )
 
 

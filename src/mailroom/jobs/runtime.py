@@ -37,6 +37,8 @@ from mailroom.jobs.leases import Leases, LocalLeases, RedisLeases
 from mailroom.jobs.queues import QUEUES, make_queues
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
 from mailroom.jobs.tasks import FollowUpStep, Jobs
+from mailroom.jobs.webhooks import INTERVAL as WEBHOOK_INTERVAL
+from mailroom.jobs.webhooks import WebhookJobs
 from mailroom.labels import propagation
 from mailroom.outbound import hooks as outbound_hooks
 from mailroom.outbound.after_mail import AfterMail
@@ -114,6 +116,7 @@ class Runtime:
         outbound_hooks.WAKERS.append(self._send_waker)
         # Filing sent mail, bounces and the vacation response (outbound.after_mail).
         self.after_mail = AfterMail(settings, clock=self.jobs.now).install()
+        self.webhooks = WebhookJobs(store, self.queues, settings, self.jobs.now)
         self.supervisor = Supervisor(
             store,
             watcher_for=self._watcher_for,
@@ -131,6 +134,7 @@ class Runtime:
                 Duty("prune expired uploads", 3600, lambda: self.jobs.prune_uploads()),
                 Duty("prune ended sign-ins", 3600, lambda: self.jobs.prune_sign_ins()),
                 Duty("send due mail", 30, self.jobs.sending.sweep),
+                Duty("deliver webhooks", WEBHOOK_INTERVAL, self.webhooks.request),
             ]
         )
         self._consumers: list[ThreadConsumer] = []
@@ -200,6 +204,7 @@ class Runtime:
         if self._send_waker in outbound_hooks.WAKERS:
             outbound_hooks.WAKERS.remove(self._send_waker)
         self.jobs.sending.close()
+        self.webhooks.close()
         self.after_mail.uninstall()
 
     def wait(self) -> None:
