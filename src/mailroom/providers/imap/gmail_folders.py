@@ -50,7 +50,11 @@ def forget_label(session: Session, scope: AccountScope, changes: ChangeSet, labe
 
 
 def rescan_labels(session: Session, account_id: int) -> None:
-    """Make the next change scan of the synced folders read every message's labels."""
+    """Make the next change scan of the synced folders read every message's labels.
+
+    The scan asks ``CHANGEDSINCE 0``: every message of the folder, also those above
+    the folder's last seen UID (moved there by the propagator).
+    """
     for folder in session.scalars(select(Folder).where(Folder.account_id == account_id)):
         if synced(folder) and (folder.state or {}).get("highest_modseq") is not None:
-            folder.state = {**(folder.state or {}), "highest_modseq": None}
+            folder.state = {**(folder.state or {}), "highest_modseq": 0}
