@@ -18,6 +18,7 @@ from sqlalchemy import select
 from mailroom.config import Settings
 from mailroom.oauth.credentials import add_oauth_account
 from mailroom.oauth.tokens import OAuthClient, TokenSet
+from mailroom.providers import registry
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, LabelBinding, MessageLabel
 from tests.emulators.gmail.emulator import GmailEmulator
@@ -25,7 +26,15 @@ from tests.emulators.gmail.fixtures import gmail_emulator
 from tests.emulators.gmail.seed import make_message
 from tests.providers.contract import Harness, ProviderContract
 
-__all__ = ["GmailHarness", "add_gmail_account", "gmail_emulator", "set_api_url"]
+__all__ = [
+    "GmailHarness",
+    "add_gmail_account",
+    "gmail_account",
+    "gmail_emulator",
+    "import_all",
+    "set_api_url",
+    "sync",
+]
 
 SCOPES = ["https://mail.google.com/"]
 PLACES = {"INBOX", "SPAM", "TRASH"}
@@ -58,6 +67,29 @@ def add_gmail_account(
     )
     set_api_url(store, account_id, gmail.url)
     return account_id
+
+
+def sync(store: Store, settings: Settings, account_id: int) -> None:
+    """One sync of the account through the registry, as a job runs it."""
+    syncer = registry.syncer_for(store, "gmail", settings)
+    assert syncer is not None
+    syncer.sync(account_id)
+
+
+def import_all(store: Store, settings: Settings, account_id: int) -> int:
+    """Import pages until the backfill says none is left; how many pages it took."""
+    importer = registry.importer_for(store, "gmail", settings)
+    assert importer is not None
+    for page in range(1, 200):
+        if not importer.import_page(account_id):
+            return page
+    raise AssertionError("the backfill does not end")
+
+
+@pytest.fixture
+def gmail_account(store: Store, settings: Settings, gmail_emulator: GmailEmulator) -> int:
+    """The id of a connected mailroom account on the test's emulated mailbox."""
+    return add_gmail_account(store, settings, gmail_emulator)
 
 
 class GmailHarness(Harness):

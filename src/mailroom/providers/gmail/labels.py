@@ -33,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, exists, select, update
+from sqlalchemy import delete, exists, select
 from sqlalchemy.orm import Session
 
-from mailroom.ingest.mirror import AccountScope, ChangeSet
+from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for
 from mailroom.labels.lifecycle import held_folders
 from mailroom.labels.resolver import bind, resolve_path, system_label
 from mailroom.providers.gmail.resources import Label as GmailLabel
@@ -213,10 +213,16 @@ def _renamed(
     if old is not None and old != new:
         ids = _account_members(session, scope.account_id, old)
         if ids:
+            # An insert and a delete, not an UPDATE: the thread-label triggers see those.
             session.execute(
-                update(MessageLabel)
-                .where(MessageLabel.label_id == old, MessageLabel.message_id.in_(ids))
-                .values(label_id=new)
+                insert_for(session, MessageLabel)
+                .values([{"message_id": m, "label_id": new} for m in ids])
+                .on_conflict_do_nothing()
+            )
+            session.execute(
+                delete(MessageLabel).where(
+                    MessageLabel.label_id == old, MessageLabel.message_id.in_(ids)
+                )
             )
             changes.emails.update(ids)
             changes.mailboxes.update({old, new})
