@@ -286,8 +286,7 @@ class Mailbox:
         with self.lock:
             where = self.folder(folder)
             now = datetime.now(UTC)
-            props = mime_props.properties(raw, received or now)
-            key = mime_props.conversation_key(mime_props.parse(raw))
+            props, key = mime_props.properties(raw, received or now)
             message = Message(
                 id=new_id("AAMkAGI"),
                 immutable_id=new_id("AAkALgAA"),
