@@ -293,8 +293,11 @@ def remove_locations(
     uids: Iterable[int] | None = None,
     *,
     uidvalidity: int | None = None,
+    message_ids: Iterable[int] | None = None,
 ) -> set[int]:
     """Forget locations in a folder (the given UIDs, or all); returns the messages affected.
+
+    ``message_ids`` limits it to those messages (providers without UIDs: Graph).
 
     A message loses the folder's label when no location in a folder with that label
     is left (unless it has pending local changes). Messages left without any
@@ -305,7 +308,16 @@ def remove_locations(
     if uidvalidity is not None:
         condition = and_(condition, MessageLocation.uidvalidity == uidvalidity)
     affected: set[int] = set()
-    if uids is None:
+    if message_ids is not None:
+        for chunk in in_chunks(sorted(set(message_ids))):
+            affected.update(
+                session.scalars(
+                    delete(MessageLocation)
+                    .where(condition, MessageLocation.message_id.in_(chunk))
+                    .returning(MessageLocation.message_id)
+                )
+            )
+    elif uids is None:
         affected.update(
             session.scalars(
                 delete(MessageLocation).where(condition).returning(MessageLocation.message_id)
