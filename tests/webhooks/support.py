@@ -141,3 +141,23 @@ def drive(worker: WebhookWorker, clock: Clock, rounds: int, step: timedelta) -> 
     for _ in range(rounds):
         worker.run_once()
         clock.advance(step)
+
+
+@dataclass(frozen=True)
+class Hooked:
+    """A live account of ``me`` with an endpoint at the receiver (all event types)."""
+
+    settings: Settings
+    account: tuple[int, int, int]
+    endpoint_id: int
+    secret: str
+
+
+def hooked(store: Store, tmp_path: Path, receiver_url: str, mail: int = 0) -> Hooked:
+    """Settings, a live account, an endpoint at ``receiver_url``; then ``mail`` new messages."""
+    settings = hook_settings(tmp_path)
+    account = live_account(store)
+    endpoint_id, secret = endpoint_for(store, settings, receiver_url, account[0])
+    if mail:
+        new_mail(store, account, mail)
+    return Hooked(settings, account, endpoint_id, secret)

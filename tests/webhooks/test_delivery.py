@@ -18,9 +18,7 @@ from tests.webhooks.support import (
     Clock,
     Receiver,
     drive,
-    endpoint_for,
-    hook_settings,
-    live_account,
+    hooked,
     new_mail,
 )
 
@@ -29,10 +27,9 @@ def test_new_mail_arrives_signed_and_the_documented_check_verifies_it(
     store: Store, tmp_path: Path, receiver: Receiver
 ) -> None:
     """A messageNew POST carries id, timestamp and a v1 signature that verify() accepts."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    _, secret = endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 1)
+    hook = hooked(store, tmp_path, receiver.url, mail=1)
+    settings = hook.settings
+    secret = hook.secret
     clock = Clock()
     worker = WebhookWorker(store, settings, clock=clock)
     worker.run_once()
@@ -66,10 +63,8 @@ def test_each_event_arrives_once_under_retries(
     store: Store, tmp_path: Path, receiver: Receiver
 ) -> None:
     """Events answered 500 are retried after the backoff and accepted exactly once each."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 3)
+    hook = hooked(store, tmp_path, receiver.url, mail=3)
+    settings = hook.settings
     receiver.answers = [500, 503, 500]
     clock = Clock()
     worker = WebhookWorker(store, settings, clock=clock)
@@ -86,10 +81,8 @@ def test_two_workers_at_once_deliver_each_event_once(
     store: Store, tmp_path: Path, receiver: Receiver
 ) -> None:
     """Two workers running rounds at the same time never POST one event twice."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 30)
+    hook = hooked(store, tmp_path, receiver.url, mail=30)
+    settings = hook.settings
     clock = Clock()
     workers = [WebhookWorker(store, settings, clock=clock) for _ in range(2)]
     start = threading.Barrier(2)
@@ -114,9 +107,8 @@ def test_a_receiver_that_is_down_gets_the_event_after_it_comes_back(
     store: Store, tmp_path: Path, receiver: Receiver
 ) -> None:
     """A refused connection is an attempt; after the backoff the event reaches the receiver."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
+    hook = hooked(store, tmp_path, receiver.url)
+    settings, account = hook.settings, hook.account
     receiver.down()
     new_mail(store, account, 1)
     clock = Clock()
@@ -141,10 +133,8 @@ def test_dead_after_max_attempts_and_replay_delivers_it(
     store: Store, tmp_path: Path, receiver: Receiver
 ) -> None:
     """Ten failed attempts dead-letter the event; a replay sends it again with the same id."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 1)
+    hook = hooked(store, tmp_path, receiver.url, mail=1)
+    settings = hook.settings
     receiver.default = 500
     clock = Clock()
     worker = WebhookWorker(store, settings, clock=clock)
@@ -165,10 +155,8 @@ def test_dead_after_max_attempts_and_replay_delivers_it(
 
 def test_backoff_grows_to_hours(store: Store, tmp_path: Path, receiver: Receiver) -> None:
     """Successive failures wait longer each time (exponential), never more than six hours."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 1)
+    hook = hooked(store, tmp_path, receiver.url, mail=1)
+    settings = hook.settings
     receiver.default = 500
     clock = Clock()
     worker = WebhookWorker(store, settings, clock=clock)
@@ -186,10 +174,9 @@ def test_backoff_grows_to_hours(store: Store, tmp_path: Path, receiver: Receiver
 
 def test_410_disables_the_endpoint(store: Store, tmp_path: Path, receiver: Receiver) -> None:
     """An endpoint answering 410 Gone is disabled and gets nothing more."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_id, _ = endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 1)
+    hook = hooked(store, tmp_path, receiver.url, mail=1)
+    settings, account = hook.settings, hook.account
+    endpoint_id = hook.endpoint_id
     receiver.default = 410
     clock = Clock()
     worker = WebhookWorker(store, settings, clock=clock)
@@ -208,10 +195,8 @@ def test_a_killed_workers_delivery_is_sent_after_its_lease(
     store: Store, tmp_path: Path, receiver: Receiver
 ) -> None:
     """A delivery claimed by a worker that died is due again once the lease ran out."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 1)
+    hook = hooked(store, tmp_path, receiver.url, mail=1)
+    settings, account = hook.settings, hook.account
     clock = Clock()
     worker = WebhookWorker(store, settings, clock=clock)
     worker.run_once()  # derives and delivers; make a second event for the dead worker

@@ -10,7 +10,10 @@ from typing import Any
 from mailroom.store.engine import Store
 from mailroom.webhooks.worker import WebhookWorker
 from tests.conftest import ROOT
-from tests.webhooks.support import Receiver, endpoint_for, hook_settings, live_account, new_mail
+from tests.webhooks.support import (
+    Receiver,
+    hooked,
+)
 
 
 def documented_check() -> Callable[[str, dict[str, str], bytes], bool]:
@@ -32,10 +35,9 @@ def test_the_documented_check_accepts_a_real_delivery_and_refuses_a_tampered_one
 ) -> None:
     """A POST the worker sent passes the documented check; a changed body or secret does not."""
     verify_webhook = documented_check()
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    _, secret = endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 1)
+    hook = hooked(store, tmp_path, receiver.url, mail=1)
+    settings = hook.settings
+    secret = hook.secret
     worker = WebhookWorker(store, settings)  # the real clock: the check compares with time()
     worker.run_once()
     worker.close()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import select
 
+from mailroom.config import Settings
 from mailroom.jobs.status import record_failure
 from mailroom.labels.operations import Operations
 from mailroom.outbound.sender import Sender
@@ -15,6 +18,7 @@ from mailroom.store.engine import Store
 from mailroom.store.models import Account, AccountEvent, Message, utcnow
 from mailroom.webhooks.worker import WebhookWorker
 from tests.helpers import make_account
+from tests.outbound.core_support import Clock as SendClock
 from tests.outbound.core_support import account_for, queue
 from tests.support.smtp_sink import SmtpSink
 from tests.webhooks.support import (
@@ -31,10 +35,7 @@ def _events(receiver: Receiver) -> list[dict[str, object]]:
     return [json.loads(request.body) for request in receiver.requests]
 
 
-def _run(store: Store, settings: object, clock: Clock | None = None) -> None:
-    from mailroom.config import Settings
-
-    assert isinstance(settings, Settings)
+def _run(store: Store, settings: Settings, clock: Callable[[], datetime] | None = None) -> None:
     worker = WebhookWorker(store, settings, clock=clock or Clock())
     worker.run_once()
     worker.close()
@@ -166,7 +167,7 @@ def test_sent_and_failed_mail(store: Store, tmp_path: Path, receiver: Receiver) 
             user_id = session.scalar(select(Account.user_id).where(Account.id == account_id))
         assert user_id is not None
         endpoint_for(store, settings, receiver.url, user_id)
-        clock = Clock()  # mail sent before an endpoint existed is not announced to it
+        clock = SendClock(utcnow())  # mail sent before an endpoint existed is not announced to it
         sent = queue(store, settings, account_id, 1, clock)
         refused = queue(store, settings, account_id, 2, clock, lane="direct")
         sender = Sender(store, settings, clock=clock)

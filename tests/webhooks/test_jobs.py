@@ -9,7 +9,11 @@ from mailroom.jobs.queues import QUEUES
 from mailroom.jobs.runtime import Runtime
 from mailroom.store.engine import Store
 from tests.helpers import drain
-from tests.webhooks.support import Receiver, endpoint_for, hook_settings, live_account, new_mail
+from tests.webhooks.support import (
+    Receiver,
+    hooked,
+    new_mail,
+)
 
 
 def test_the_duty_asks_once_and_the_job_delivers(
@@ -17,10 +21,8 @@ def test_the_duty_asks_once_and_the_job_delivers(
 ) -> None:
     """Ticks of the duty coalesce into one queued job, which delivers the new mail's event."""
     assert "webhooks" in QUEUES
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
-    new_mail(store, account, 1)
+    hook = hooked(store, tmp_path, receiver.url, mail=1)
+    settings = hook.settings
     runtime = Runtime(store, settings)
     try:
         runtime.duties.tick(0.0)
@@ -37,9 +39,8 @@ def test_a_running_consumer_delivers_without_help(
     store: Store, tmp_path: Path, receiver: Receiver
 ) -> None:
     """With the supervisor's duties and a `webhooks` consumer running, new mail reaches the hook."""
-    settings = hook_settings(tmp_path)
-    account = live_account(store)
-    endpoint_for(store, settings, receiver.url, account[0])
+    hook = hooked(store, tmp_path, receiver.url)
+    settings, account = hook.settings, hook.account
     runtime = Runtime(store, settings)
     runtime.start_consumers(("webhooks",))
     runtime.start_supervisor()

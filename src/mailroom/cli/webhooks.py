@@ -11,6 +11,9 @@ everything else. The check a receiver does is in docs/operations.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
 import click
 
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
@@ -30,6 +33,25 @@ def _user_id(app: AppContext, owner: str | None) -> int | None:
 
     with app.existing_store.session() as session:
         return get_user(session, owner).id
+
+
+class _Shown(Protocol):
+    def as_json(self) -> dict[str, Any]: ...
+
+
+S = TypeVar("S", bound=_Shown)
+
+
+def _show(items: list[S], as_json: bool, empty: str, line: Callable[[S], str]) -> None:
+    """One JSON object per item, or one line each (``empty`` when there is none)."""
+    if as_json:
+        for item in items:
+            echo_json(item.as_json())
+        return
+    if not items:
+        click.echo(empty)
+    for item in items:
+        click.echo(line(item))
 
 
 @webhooks_group.command("add")
@@ -64,22 +86,19 @@ def add_command(app: AppContext, url: str, events: str, owner: str) -> None:
 @plain_errors
 def list_command(app: AppContext, owner: str | None, as_json: bool) -> None:
     """List the endpoints (never their secrets)."""
-    from mailroom.webhooks.endpoints import list_endpoints
+    from mailroom.webhooks.endpoints import EndpointInfo, list_endpoints
 
     user_id = _user_id(app, owner)
     with app.existing_store.session() as session:
         endpoints = list_endpoints(session, user_id)
-    if as_json:
-        for endpoint in endpoints:
-            echo_json(endpoint.as_json())
-        return
-    if not endpoints:
-        click.echo("No webhook endpoints.")
-    for endpoint in endpoints:
+
+    def line(endpoint: EndpointInfo) -> str:
         state = "active" if endpoint.active else f"disabled: {endpoint.disabled_reason}"
         every = set(endpoint.events) == set(EVENT_TYPES)
         kinds = "all events" if every else ", ".join(endpoint.events)
-        click.echo(f"{endpoint.id}  {endpoint.owner}  {endpoint.url}  ({kinds}; {state})")
+        return f"{endpoint.id}  {endpoint.owner}  {endpoint.url}  ({kinds}; {state})"
+
+    _show(endpoints, as_json, "No webhook endpoints.", line)
 
 
 @webhooks_group.command("remove")
@@ -115,23 +134,20 @@ def enable_command(app: AppContext, endpoint_id: int) -> None:
 @plain_errors
 def dead_command(app: AppContext, owner: str | None, as_json: bool) -> None:
     """List the deliveries that gave up, with the last answer."""
-    from mailroom.webhooks.deliveries import dead_list
+    from mailroom.webhooks.deliveries import DeadEntry, dead_list
 
     user_id = _user_id(app, owner)
     with app.existing_store.session() as session:
         entries = dead_list(session, user_id)
-    if as_json:
-        for entry in entries:
-            echo_json(entry.as_json())
-        return
-    if not entries:
-        click.echo("No dead webhook deliveries.")
-    for entry in entries:
+
+    def line(entry: DeadEntry) -> str:
         answer = f"HTTP {entry.last_code}" if entry.last_code is not None else "no answer"
-        click.echo(
+        return (
             f"{entry.id}  {entry.event_type}  {entry.event_id}  to {entry.url}  "
             f"{entry.attempts} attempt(s), last {answer}: {entry.last_error or '-'}"
         )
+
+    _show(entries, as_json, "No dead webhook deliveries.", line)
 
 
 @webhooks_group.command("replay")
