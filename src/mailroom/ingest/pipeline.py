@@ -25,7 +25,6 @@ from typing import Protocol
 from sqlalchemy import select, update
 
 from mailroom.categories import CategoryFacts, categorize
-from mailroom.categories.bodies import bulk_body_sign
 from mailroom.categories.correspondents import (
     SentMessage,
     correspondents_among,
@@ -211,7 +210,8 @@ def facts_for(
         switched_off=batch.switched_off,
         is_own_message=own,
         owner_addresses=batch.owner_addresses,
-        body_sign=bulk_body_sign(parsed.text_body, parsed.html_body),
+        text_body=parsed.text_body,
+        html_body=parsed.html_body,
     )
 
 
