@@ -344,7 +344,7 @@ def test_body_signs_look_only_at_bulk_markers() -> None:
         from_email=quoted.from_email,
         subject=quoted.subject,
         headers={},
-        body_sign="an unsubscribe link in the body",
+        html_body="<p>Deals</p><a href='https://shop.example/u'>Unsubscribe</a>",
     )
     assert categorize(quoted).category == "primary"
 

@@ -1,7 +1,7 @@
 """The category cascade: which inbox tab a message belongs in, and why.
 
 Decided only from stored data (headers, labels, the owner's correspondents,
-one body-derived fact), so the same code runs at ingest and in a backfill.
+bulk-mail signs in the body), so the same code runs at ingest and in a backfill.
 Order matters, each stage exists because the one after it would get these
 messages wrong:
 
@@ -64,7 +64,9 @@ class CategoryFacts:
     switched_off: Collection[str] = ()  # categories the owner turned off
     is_own_message: bool = False
     owner_addresses: Collection[str] = ()  # the owner's own addresses (lower-case)
-    body_sign: str = ""  # a bulk-mail sign in the body (``categories.bodies``), or ""
+    # The bodies, read only when the cascade gets as far as looking for bulk-mail signs.
+    text_body: str = ""
+    html_body: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +104,8 @@ def _transactional_update(facts: CategoryFacts) -> str:
 
 
 def _unsold_auto_generated(facts: CategoryFacts) -> str:
-    if PROMOTIONAL_WORDS.search(facts.subject):
-        return ""
-    return signals.auto_generated(facts)
+    found = signals.auto_generated(facts)
+    return "" if found and PROMOTIONAL_WORDS.search(facts.subject) else found
 
 
 # The rule stages after the owner's own context, in order: (tab, stage, detector).

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mailroom.categories.bodies import bulk_body_sign
 from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
 from mailroom.reading import user_message
 from mailroom.store.chunks import in_chunks
@@ -156,14 +155,14 @@ def stored_facts(
         {"user": user_id, **params},
     )
     headers: dict[int, Any] = {}
-    body_signs: dict[int, str] = {}
+    bodies: dict[int, tuple[str, str | None]] = {}
     for message_id, stored, text, html in reader.rows(
         "SELECT message_id, headers, text_body, html_body FROM message_bodies "
         f"WHERE message_id IN {listed}",
         params,
     ):
         headers[message_id] = json_value(stored)
-        body_signs[message_id] = bulk_body_sign(text or "", html)
+        bodies[message_id] = (text or "", html)
     labels: dict[int, set[int]] = defaultdict(set)
     provider: dict[int, list[str]] = defaultdict(list)
     for message_id, label_id, ref in reader.rows(
@@ -194,7 +193,8 @@ def stored_facts(
             switched_off=context.switched_off,
             is_own_message=own,
             owner_addresses=context.addresses,
-            body_sign=body_signs.get(message_id, ""),
+            text_body=bodies.get(message_id, ("", None))[0],
+            html_body=bodies.get(message_id, ("", None))[1],
         )
     return facts
 

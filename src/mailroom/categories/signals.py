@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from mailroom.categories.bodies import bulk_body_sign
 from mailroom.categories.vocabulary import (
     AUTO_REPLY_SUBJECT,
     AUTOMATED_SENDER,
@@ -18,13 +19,13 @@ from mailroom.categories.vocabulary import (
     FORUM_HEADERS,
     LIST_ADMIN_SENDER,
     LIST_TAG,
-    MASS_MAILERS,
     PROMOTIONAL_WORDS,
     REFERENCE_NUMBER,
     ROLE_SENDER,
     SOCIAL_DOMAINS,
     SOCIAL_HEADERS,
     TRANSACTIONAL_WORDS,
+    names_mass_mailer,
 )
 from mailroom.conversations.subject import is_reply
 
@@ -52,7 +53,7 @@ def esp_header(headers: Mapping[str, str]) -> str:
         if headers.get(name):
             return f"{name}: {headers[name][:80]}"
     mailer = headers.get("x-mailer", "")
-    if mailer and MASS_MAILERS.search(mailer):
+    if mailer and names_mass_mailer(mailer):
         return f"x-mailer: {mailer[:80]}"
     return ""
 
@@ -65,7 +66,7 @@ def forum(facts: CategoryFacts) -> str:
             return f"{name}: {headers[name][:_CUT]}"
     list_id = headers.get("list-id", "")
     # A List-Id is also what newsletter services stamp on their campaigns.
-    if list_id and not MASS_MAILERS.search(list_id) and not esp_header(headers):
+    if list_id and not names_mass_mailer(list_id) and not esp_header(headers):
         return f"list-id: {list_id[:_CUT]}"
     if headers.get("precedence", "").strip().lower() == "list":
         return "precedence: list"
@@ -147,10 +148,10 @@ def transactional(facts: CategoryFacts) -> str:
 
     Only for a message that is not a reply and does not also advertise.
     """
-    if is_reply(facts.subject) or PROMOTIONAL_WORDS.search(facts.subject):
-        return ""
     match = TRANSACTIONAL_WORDS.search(facts.subject)
-    return f"subject mentions {match.group(0).lower()!r}" if match else ""
+    if not match or is_reply(facts.subject) or PROMOTIONAL_WORDS.search(facts.subject):
+        return ""
+    return f"subject mentions {match.group(0).lower()!r}"
 
 
 def auto_generated(facts: CategoryFacts) -> str:
@@ -174,17 +175,17 @@ def bulk(facts: CategoryFacts) -> str:
     list_id = headers.get("list-id", "")
     if list_id:
         return f"newsletter list-id: {list_id[:_CUT]}"
-    if facts.body_sign and not is_reply(facts.subject):
-        return facts.body_sign
-    return ""
+    if is_reply(facts.subject):
+        return ""  # a reply may quote a newsletter; it is not one
+    return bulk_body_sign(facts.text_body, facts.html_body)
 
 
 def promotional(facts: CategoryFacts) -> str:
     """Selling words in the subject of mail from a company's role address."""
+    if not ROLE_SENDER.match(_local(facts.from_email.lower())):
+        return ""
     match = PROMOTIONAL_WORDS.search(facts.subject)
-    if match and ROLE_SENDER.match(_local(facts.from_email.lower())):
-        return f"subject mentions {match.group(0).lower()!r}"
-    return ""
+    return f"subject mentions {match.group(0).lower()!r}" if match else ""
 
 
 def automated_sender(facts: CategoryFacts) -> str:

@@ -111,16 +111,62 @@ ESP_HEADERS = (
     "feedback-id",
 )
 
-# Mass mailers, as they name themselves in X-Mailer or in a List-Id / Feedback-ID value.
-MASS_MAILERS = re.compile(
-    r"(mailchimp|mcsv\.net|sendgrid|constant ?contact|exacttarget|campaign|newsletter|"
-    r"marketo|hubspot|klaviyo|rsgsv|cmail\d{0,3}\.com|mktomail|accucast|emarsys|"
-    r"sendinblue|brevo|mailjet|mailerlite|convertkit|beehiiv|buttondown|substack|"
-    r"campaignmonitor|createsend|acoustic|silverpop|responsys|eloqua|cheetahmail|"
-    r"lyris|listrak|iterable|braze|customer\.io|omnisend|cleverreach|rapidmail|"
-    r"mailpoet|sailthru|dotdigital|selligent|stripo|powermta|ymlp|aweber|getresponse)",
-    re.I,
+# Mass mailers, as they name themselves in X-Mailer or in a List-Id value (lower-case
+# substrings: plain ``in`` tests are several times faster than one big pattern here).
+MASS_MAILERS = (
+    "mailchimp",
+    "mcsv.net",
+    "sendgrid",
+    "constantcontact",
+    "constant contact",
+    "exacttarget",
+    "campaign",
+    "newsletter",
+    "marketo",
+    "hubspot",
+    "klaviyo",
+    "rsgsv",
+    "cmail",
+    "mktomail",
+    "accucast",
+    "emarsys",
+    "sendinblue",
+    "brevo",
+    "mailjet",
+    "mailerlite",
+    "convertkit",
+    "beehiiv",
+    "buttondown",
+    "substack",
+    "createsend",
+    "silverpop",
+    "responsys",
+    "eloqua",
+    "cheetahmail",
+    "lyris",
+    "listrak",
+    "iterable",
+    "braze",
+    "customer.io",
+    "omnisend",
+    "cleverreach",
+    "rapidmail",
+    "mailpoet",
+    "sailthru",
+    "dotdigital",
+    "selligent",
+    "powermta",
+    "ymlp",
+    "aweber",
+    "getresponse",
 )
+
+
+def names_mass_mailer(value: str) -> bool:
+    """True when a header value names a mass mailer or newsletter service."""
+    lowered = value.lower()
+    return any(name in lowered for name in MASS_MAILERS)
+
 
 # Local parts of addresses no person reads (the sender is a machine).
 AUTOMATED_SENDER = re.compile(
