@@ -17,7 +17,7 @@ from mailroom.providers.base import AuthError
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, AccountEvent, Message, utcnow
 from mailroom.webhooks.worker import WebhookWorker
-from tests.helpers import make_account
+from tests.helpers import ingest, make_account
 from tests.outbound.core_support import Clock as SendClock
 from tests.outbound.core_support import account_for, queue
 from tests.support.smtp_sink import SmtpSink
@@ -182,3 +182,26 @@ def test_sent_and_failed_mail(store: Store, tmp_path: Path, receiver: Receiver) 
     assert events["messageSent"]["recipients"] == ["bob@example.net"]  # type: ignore[index]
     assert events["messageFailed"]["submissionId"] == refused  # type: ignore[index]
     assert "no such mailbox" in str(events["messageFailed"]["reason"])  # type: ignore[index]
+
+
+def test_a_bounce_of_sent_mail(store: Store, tmp_path: Path, receiver: Receiver) -> None:
+    """A delivery report naming a sent submission is messageBounced with the report's verdicts."""
+    from mailroom.outbound.bounces import recognise_bounces
+    from tests.outbound.after_support import local_sender, send
+    from tests.outbound.test_after_bounces import _hello, dsn
+
+    settings = hook_settings(tmp_path)
+    with SmtpSink() as sink:
+        account = local_sender(store, settings, sink)
+        endpoint_for(store, settings, receiver.url, account[0])
+        submission = send(store, settings, account[1], _hello())
+    _run(store, settings)
+    stored = ingest(store, account, [("dsn", dsn())])
+    recognise_bounces(store, stored.created_ids)
+    _run(store, settings)
+    events = _events(receiver)
+    assert [e["type"] for e in events] == ["messageSent", "messageBounced"]
+    bounced = events[1]["data"]
+    assert bounced["submissionId"] == submission  # type: ignore[index]
+    report = bounced["report"]  # type: ignore[index]
+    assert [r["action"] for r in report] == ["failed", "delayed"]
