@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 import pytest
 
+from tests.emulators.graph.fixture import wait_for
 from tests.emulators.graph.server import GraphEmulator
 
 
@@ -27,13 +27,6 @@ def test_scripted_throttling_answers_with_retry_after(
     assert graph.get("/me/mailFolders").status_code == 200
 
 
-def _wait_for(predicate: object, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
-
-
 def test_a_fifth_request_in_flight_is_mailbox_concurrency(graph_emulator: GraphEmulator) -> None:
     """With four requests of a mailbox held in flight, a fifth is 429 ApplicationThrottled."""
     token = graph_emulator.issue_tokens()["access_token"]
@@ -49,7 +42,7 @@ def test_a_fifth_request_in_flight_is_mailbox_concurrency(graph_emulator: GraphE
     held = [threading.Thread(target=call) for _ in range(4)]
     for thread in held:
         thread.start()
-    _wait_for(lambda: graph_emulator.in_flight() == 4)
+    wait_for(lambda: graph_emulator.in_flight() == 4)
     with httpx.Client(headers=headers) as client:
         fifth = client.get(url)
     assert fifth.status_code == 429
@@ -75,7 +68,7 @@ def test_another_mailbox_has_its_own_limit(graph_emulator: GraphEmulator) -> Non
     ]
     for thread in threads:
         thread.start()
-    _wait_for(lambda: graph_emulator.in_flight() == 4)
+    wait_for(lambda: graph_emulator.in_flight() == 4)
     release = threading.Timer(0.5, graph_emulator.release)
     release.start()
     theirs = httpx.get(url, headers={"Authorization": f"Bearer {theirs_token}"}, timeout=30)
@@ -114,7 +107,7 @@ def test_latency_keeps_requests_in_flight(graph_emulator: GraphEmulator) -> None
         )
     )
     thread.start()
-    _wait_for(lambda: graph_emulator.in_flight() == 1)
+    wait_for(lambda: graph_emulator.in_flight() == 1)
     assert answered == []
     thread.join()
     assert answered == [200] and graph_emulator.in_flight() == 0

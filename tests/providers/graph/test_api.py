@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -17,6 +16,7 @@ from mailroom.providers.graph import (
     NotFoundError,
 )
 from mailroom.providers.graph.api import update_body
+from tests.emulators.graph.fixture import wait_for
 from tests.emulators.graph.samples import raw_message, received_at
 from tests.emulators.graph.server import GraphEmulator
 from tests.providers.graph.tokens import EmulatorTokens
@@ -29,13 +29,6 @@ def _fill(emulator: GraphEmulator, count: int, folder: str = "inbox") -> list[st
         emulator.add_message(raw_message(n), folder, received=received_at(n)).immutable_id
         for n in range(1, count + 1)
     ]
-
-
-def _wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
 
 
 # -- folders ------------------------------------------------------------------------
@@ -208,7 +201,7 @@ def test_never_more_than_four_in_flight_from_eight_threads(
     threads = [threading.Thread(target=work, args=(clients[n % 2],)) for n in range(8)]
     for thread in threads:
         thread.start()
-    _wait_for(lambda: graph_emulator.in_flight() == 4)
+    wait_for(lambda: graph_emulator.in_flight() == 4)
     graph_emulator.release()
     for thread in threads:
         thread.join()
