@@ -161,8 +161,9 @@ def server(store: Store) -> Iterator[Server]:
     yield from run_server(store)
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and localhost, and its key (PEM files)."""
+def self_signed(directory: Path, *, with_ip: bool = True) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (unless not ``with_ip``) and localhost, and
+    its key (PEM files)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mailroom test")])
     now = datetime.datetime.now(datetime.UTC)
@@ -176,7 +177,8 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))] * with_ip
+                + [x509.DNSName("localhost")]
             ),
             critical=False,
         )

@@ -19,7 +19,7 @@ configurable (Google's by default, the emulator's in tests). What it promises:
   or failed — an inner 429/403 rate rejection is a :class:`QuotaExceededError`
   for that id only, the rest of the batch stands.
 * **Transport**: https, except to a loopback address (the emulator); the SSRF
-  guard vets every connection (:mod:`.transport`).
+  guard vets every request (:mod:`mailroom.providers.guarded_http`).
 * **Paging**: ``iter_*`` methods follow ``nextPageToken`` to the end;
   ``list_messages`` / ``history`` return one page.
 """
@@ -49,7 +49,7 @@ from mailroom.providers.gmail.resources import (
     Profile,
     Thread,
 )
-from mailroom.providers.gmail.transport import guarded_transport
+from mailroom.providers.guarded_http import GuardedTransport
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -190,7 +190,7 @@ class GmailApi:
         self._api = f"/gmail/v1/users/{quote(user_id, safe='@')}"
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"),
-            transport=guarded_transport(allowed_hosts),
+            transport=GuardedTransport(allowed_hosts),
             timeout=timeout,
             follow_redirects=False,
         )
