@@ -38,6 +38,8 @@ from mailroom.store.models import MessageLabel
 
 __all__ = ["flags_of", "mirror_states"]
 
+INSERT_ROWS = 500  # label rows per INSERT, well under any bind-parameter limit
+
 
 def flags_of(gmail_ids: frozenset[str]) -> Flags:
     """Seen and starred as Gmail's label ids say."""
@@ -63,28 +65,32 @@ def mirror_states(
             )
         ):
             current[message_id].add(label_id)
+    added: list[dict[str, int]] = []
+    removed: dict[int, set[int]] = {}  # label id -> the messages losing it
     changed: set[int] = set()
     recategorized: set[int] = set()
     for message_id in free:
         wanted = labels.labels_for(states[message_id])
-        add, remove = wanted - current[message_id], current[message_id] - wanted
-        if add:
-            session.execute(
-                insert_for(session, MessageLabel)
-                .values([{"message_id": message_id, "label_id": x} for x in sorted(add)])
-                .on_conflict_do_nothing()
-            )
-        if remove:
+        moved = wanted ^ current[message_id]
+        if not moved:
+            continue
+        changed.add(message_id)
+        changes.mailboxes.update(moved)
+        if moved & labels.categories:
+            recategorized.add(message_id)
+        added += [{"message_id": message_id, "label_id": x} for x in sorted(moved & wanted)]
+        for label_id in moved - wanted:
+            removed.setdefault(label_id, set()).add(message_id)
+    for start in range(0, len(added), INSERT_ROWS):
+        rows = added[start : start + INSERT_ROWS]
+        session.execute(insert_for(session, MessageLabel).values(rows).on_conflict_do_nothing())
+    for label_id, losing in removed.items():
+        for chunk in in_chunks(sorted(losing)):
             session.execute(
                 delete(MessageLabel).where(
-                    MessageLabel.message_id == message_id, MessageLabel.label_id.in_(remove)
+                    MessageLabel.label_id == label_id, MessageLabel.message_id.in_(chunk)
                 )
             )
-        if add or remove:
-            changed.add(message_id)
-            changes.mailboxes.update(add | remove)
-        if (add | remove) & labels.categories:
-            recategorized.add(message_id)
     changes.emails.update(changed)
     changed |= apply_flags(
         session,

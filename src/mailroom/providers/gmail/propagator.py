@@ -13,7 +13,8 @@ changes nothing:
   ``messages.batchModify`` (up to 1,000 ids);
 * the trash is a place of its own: a message in mailroom's Trash is moved
   there with ``messages.trash``, one taken out of it with ``messages.untrash``;
-* a message deleted forever is ``messages.delete``-d (gone already: done).
+* a message deleted forever is ``messages.delete``-d (gone already: done); where
+  the granted scope (``gmail.modify``) refuses that, it is trashed instead.
 
 Folder changes (:data:`~mailroom.providers.base.FOLDER_OPERATIONS`) are label
 changes at Gmail: a label created in mailroom becomes ``labels.create`` with its
@@ -40,6 +41,7 @@ from mailroom.providers.base import (
     CREATE_FOLDER,
     DELETE_FOLDER,
     RENAME_FOLDER,
+    AuthError,
     MessageChanges,
     Outcome,
 )
@@ -152,8 +154,15 @@ class GmailPropagator:
 
     def _delete(self, gmail: GmailAccount, changes: MessageChanges) -> Outcome:
         if changes.deleted:
-            with contextlib.suppress(GmailNotFoundError):  # gone already: what it wanted
+            try:
                 gmail.api.delete(changes.provider_id)
+            except GmailNotFoundError:
+                pass  # gone already: what the change wanted
+            except AuthError:
+                # gmail.modify does not allow deleting for ever: the trash is the nearest
+                # (Gmail empties it after 30 days).
+                with contextlib.suppress(GmailNotFoundError):
+                    gmail.api.trash(changes.provider_id)
         return Outcome.done(changes)
 
     # -- folders (Gmail labels) ----------------------------------------------------
