@@ -163,3 +163,27 @@ def test_delivery_is_guarded_too(store: Store, tmp_path: Path, receiver: Receive
         delivery = session.scalars(select(WebhookDelivery)).one()
     assert delivery.state == "pending" and delivery.attempts == 1
     assert delivery.last_error is not None and "cannot be used from here" in delivery.last_error
+
+
+def test_gone_endpoint_enable_and_remove(store: Store, tmp_path: Path, receiver: Receiver) -> None:
+    """After a 410 the list says disabled; enable brings it back; remove takes its deliveries."""
+    settings = hook_settings(tmp_path)
+    account = live_account(store)
+    endpoint_id, _ = _add(store, settings, receiver.url)
+    new_mail(store, account, 1)
+    receiver.default = 410
+    worker = WebhookWorker(store, settings, clock=Clock())
+    worker.run_once()
+    worker.close()
+    assert (
+        "disabled: The endpoint answered 410 Gone"
+        in invoke(store, settings, "webhooks", "list").output
+    )
+    refused = invoke(store, settings, "webhooks", "test", str(endpoint_id))
+    assert refused.exit_code == 1 and "is disabled" in refused.output
+    assert invoke(store, settings, "webhooks", "enable", str(endpoint_id)).exit_code == 0
+    assert "active)" in invoke(store, settings, "webhooks", "list").output
+    assert invoke(store, settings, "webhooks", "remove", str(endpoint_id)).exit_code == 0
+    assert "No webhook endpoints." in invoke(store, settings, "webhooks", "list").output
+    with store.session() as session:
+        assert session.scalars(select(WebhookDelivery)).all() == []
