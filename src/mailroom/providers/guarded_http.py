@@ -18,6 +18,7 @@ both with the guard's one sentence. Only public httpx interfaces are used.
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -25,9 +26,10 @@ from typing import Any
 
 import httpx
 
+from mailroom.errors import ConfigError
 from mailroom.providers.netguard import check_host
 
-__all__ = ["VETTED_SECONDS", "GuardedTransport", "guarded_client"]
+__all__ = ["VETTED_SECONDS", "GuardedTransport", "guarded_client", "require_https"]
 
 VETTED_SECONDS = 60.0
 
@@ -89,3 +91,20 @@ def guarded_client(allowed_hosts: Iterable[str] = (), **options: Any) -> httpx.C
     """An ``httpx.Client`` over :class:`GuardedTransport` that follows no redirects."""
     options.setdefault("follow_redirects", False)
     return httpx.Client(transport=GuardedTransport(allowed_hosts), **options)
+
+
+def require_https(url: str, what: str) -> None:
+    """Refuse a plain-http ``url`` unless it names a loopback address (a local emulator or
+    test server): tokens and secrets travel in its requests. ``what`` names it in the
+    sentence ("The Gmail API URL")."""
+    parsed = httpx.URL(url)
+    if parsed.scheme == "https":
+        return
+    loopback = False
+    if parsed.scheme == "http":
+        try:
+            loopback = ipaddress.ip_address(parsed.host).is_loopback
+        except ValueError:
+            loopback = parsed.host == "localhost"
+    if not loopback:
+        raise ConfigError(f"{what} {url!r} must use https.")

@@ -27,7 +27,6 @@ configurable (Google's by default, the emulator's in tests). What it promises:
 from __future__ import annotations
 
 import base64
-import ipaddress
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from mailroom.errors import ConfigError, ProviderError
+from mailroom.errors import ProviderError
 from mailroom.providers.base import InvalidCursorError, RateLimitError, TransientError
 from mailroom.providers.gmail.batch import BatchCall, build_batch, read_batch
 from mailroom.providers.gmail.errors import GmailNotFoundError, error_for
@@ -49,7 +48,7 @@ from mailroom.providers.gmail.resources import (
     Profile,
     Thread,
 )
-from mailroom.providers.guarded_http import GuardedTransport
+from mailroom.providers.guarded_http import GuardedTransport, require_https
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -183,7 +182,7 @@ class GmailApi:
         timeout: float = DEFAULT_TIMEOUT,
         user_id: str = "me",
     ) -> None:
-        _require_https(base_url)
+        require_https(base_url, "The Gmail API URL")
         self._tokens = tokens
         self._charge = charge
         self._costs = costs
@@ -557,21 +556,6 @@ class GmailApi:
                     "Gmail's batch answer left out a message; it will be fetched again.",
                     reason="batch answer incomplete",
                 )
-
-
-def _require_https(base_url: str) -> None:
-    """Tokens travel in headers: plain http only to a loopback address (an emulator)."""
-    url = httpx.URL(base_url)
-    if url.scheme == "https":
-        return
-    loopback = False
-    if url.scheme == "http":
-        try:
-            loopback = ipaddress.ip_address(url.host).is_loopback
-        except ValueError:
-            loopback = url.host == "localhost"
-    if not loopback:
-        raise ConfigError(f"The Gmail API URL {base_url!r} must use https.")
 
 
 def _get_params(format: str, metadata_headers: Sequence[str]) -> dict[str, Any]:
