@@ -2,35 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import select
 
 from mailroom.config import Settings
-from mailroom.jmap.auth import set_password
 from mailroom.providers.imap import propagate_pending
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, Message, MessageLocation, PendingChange
+from mailroom.store.models import Message, MessageLocation, PendingChange
 from tests.emulators.gmail_imap import GmailImapServer
+from tests.imap import test_draft_append as draft_tests
 from tests.imap.gmail.views import gmail_view, mailroom_view
-from tests.imap.test_draft_append import _draft
 from tests.imap.views import sync_all
-from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, run_server
+from tests.jmap.conftest import Jmap
+
+jmap = draft_tests.jmap  # the JMAP client fixture; here it acts on ``account`` below
 
 
 @pytest.fixture
-def jmap(store: Store, gmail_account: int) -> Iterator[Jmap]:
-    """A JMAP client of the owner of the Gmail account, on a real server."""
-    with store.session() as session:
-        user_id = session.scalars(select(Account.user_id).where(Account.id == gmail_account)).one()
-        set_password(session, "me", PASSWORD)
-    servers = run_server(store)
-    server: Server = next(servers)
-    client = Jmap(server, Person("me", user_id, gmail_account, 0))
-    yield client
-    client.close()
-    next(servers, None)
+def account(gmail_account: int) -> int:
+    """The account the JMAP client (``jmap``, from the IMAP draft tests) acts on: Gmail's."""
+    return gmail_account
 
 
 def test_a_draft_lands_in_gmail_drafts_once_with_gmail_s_id(
@@ -38,7 +29,7 @@ def test_a_draft_lands_in_gmail_drafts_once_with_gmail_s_id(
 ) -> None:
     """APPEND to [Gmail]/Drafts; the row takes the X-GM-MSGID; sync and replay add nothing."""
     sync_all(store, gmail_account, settings)
-    draft = _draft(jmap)
+    draft = draft_tests._draft(jmap)
     draft["keywords"] = {**draft["keywords"], "$flagged": True}
     result = jmap.call("Email/set", {"create": {"d": draft}})
     assert result["notCreated"] is None, result["notCreated"]
