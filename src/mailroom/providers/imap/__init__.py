@@ -17,6 +17,14 @@ One concept per module:
 ``importer``    history, one page per call: ``import_page``
 ``propagator``  pending changes → the server: ``ImapPropagator`` (``propagate_pending``)
 ``watcher``     IDLE on the inbox: ``ImapWatcher``
+
+Gmail over IMAP (servers offering ``X-GM-EXT-1``; every other server is untouched):
+
+``gmail_ext``        detection, Gmail's ids (X-GM-MSGID, X-GM-THRID), which folders sync
+``gmail_labels``     X-GM-LABELS as mailroom labels, and mirroring them
+``gmail_folders``    label folders coming and going (discovery's part)
+``gmail_propagate``  labels back as STORE ±X-GM-LABELS, places as moves, delete forever
+``gmail_append``     a draft made in mailroom appended once, with Gmail's id
 """
 
 import click
