@@ -19,7 +19,8 @@ the change they describe.
 One round of one (endpoint, source) runs in one transaction that first takes
 the cursor row's lock (a no-op UPDATE: the row lock on PostgreSQL, the write
 lock on SQLite), so rounds of one endpoint never overlap; the deliveries and
-the new cursor commit together. Event ids are made from the records
+the new cursor commit together. A source with nothing past the cursor is left
+without taking the lock, so idle rounds write nothing. Event ids are made from the records
 (:mod:`mailroom.webhooks.events`) and a delivery is unique per endpoint and
 event id, so even a record read twice is delivered once.
 
@@ -35,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from mailroom.store import changelog
@@ -45,6 +46,7 @@ from mailroom.store.models import (
     Account,
     AccountEvent,
     Bounce,
+    Change,
     FailedSend,
     Message,
     Submission,
@@ -84,7 +86,28 @@ def derive_endpoint(store: Store, endpoint_id: int, now: datetime) -> tuple[int,
     return made, more
 
 
+def _anything_new(session: Session, endpoint_id: int, source: str, now: datetime) -> bool:
+    """Whether the source may hold something past the cursor (read without taking a lock)."""
+    row = session.execute(
+        select(WebhookCursor.position, WebhookEndpoint.user_id)
+        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookCursor.endpoint_id)
+        .where(WebhookCursor.endpoint_id == endpoint_id, WebhookCursor.source == source)
+    ).first()
+    if row is None:
+        return False
+    if source == "account":
+        recent = or_(AccountEvent.id > row.position, AccountEvent.created_at >= now - LOOKBACK)
+        query = select(AccountEvent.id).where(AccountEvent.user_id == row.user_id, recent)
+    else:
+        query = select(Change.seq).where(
+            Change.user_id == row.user_id, Change.type == source, Change.seq > row.position
+        )
+    return session.execute(query.limit(1)).first() is not None
+
+
 def _round(session: Session, endpoint_id: int, source: str, now: datetime) -> tuple[int, bool]:
+    if not _anything_new(session, endpoint_id, source, now):
+        return 0, False  # an idle round writes nothing (no lock, no transaction on SQLite)
     where = (WebhookCursor.endpoint_id == endpoint_id, WebhookCursor.source == source)
     locked = session.execute(
         update(WebhookCursor).where(*where).values(position=WebhookCursor.position)
