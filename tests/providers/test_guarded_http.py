@@ -11,8 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mailroom.errors import ConfigError
 from mailroom.providers.base import AuthError, TransientError
-from mailroom.providers.guarded_http import GuardedTransport, guarded_client
+from mailroom.providers.guarded_http import GuardedTransport, guarded_client, require_https
 from tests.jmap.conftest import self_signed
 
 
@@ -82,3 +83,17 @@ def test_tls_checks_the_certificate_for_the_name(tls: tuple[int, Path]) -> None:
     untrusted = httpx.Client(transport=GuardedTransport(["localhost"]))
     with untrusted, pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         untrusted.get(f"https://localhost:{port}/")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:1/", "http://localhost/x", "http://[::1]:8/", "https://graph.example/"],
+)
+def test_plain_http_is_only_for_loopback(url: str) -> None:
+    require_https(url, "The API URL")
+
+
+@pytest.mark.parametrize("url", ["http://graph.example/", "http://10.0.0.1/", "ftp://x/"])
+def test_plain_http_elsewhere_is_refused_in_one_sentence(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"^The API URL '.*' must use https\.$"):
+        require_https(url, "The API URL")

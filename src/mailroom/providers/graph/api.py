@@ -7,8 +7,9 @@ usable from several threads. Every call:
    ``401`` asks it once for a fresh one (``tokens(stale)``) and repeats the
    call; a second 401, or a source that refuses, is an AuthError;
 2. holds one of the mailbox's four slots (:mod:`.limiter`) while on the wire;
-3. goes through the SSRF guard (:mod:`.transport`); links the service hands back
-   (``@odata.nextLink``, ``@odata.deltaLink``) must be on the configured host;
+3. goes through the SSRF guard (:mod:`mailroom.providers.guarded_http`); links
+   the service hands back (``@odata.nextLink``, ``@odata.deltaLink``) must be on
+   the configured host;
 4. on ``429`` / ``503`` (and other 5xx with ``Retry-After``) waits the
    ``Retry-After`` seconds (fractional ok) and repeats, up to ``attempts`` tries
    and while the wait is at most ``max_wait``; otherwise raises RateLimitError
@@ -40,7 +41,7 @@ from mailroom.providers.graph.models import (
     GraphMessage,
     Removal,
 )
-from mailroom.providers.graph.transport import GuardedTransport
+from mailroom.providers.guarded_http import GuardedTransport, require_https
 
 __all__ = ["DEFAULT_BASE_URL", "MAX_BATCH", "SYNC_SELECT", "GraphClient", "TokenSource"]
 
@@ -97,6 +98,7 @@ class GraphClient:
         max_wait: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        require_https(base_url, "The Graph API URL")
         self.tokens = tokens
         self.account = account
         self.base_url = base_url.rstrip("/")
