@@ -2,9 +2,10 @@
 
 Each POST goes through the SSRF guard on every new connection (the guarded
 httpx transport of :mod:`mailroom.providers.gmail.transport`, shared rather
-than written again), follows no redirect and waits at most :data:`TIMEOUT`
-seconds. The body is the delivery's stored JSON; the headers carry the event
-id, this attempt's timestamp and the signature (:mod:`mailroom.webhooks.signing`).
+than written again), follows no redirect, waits at most :data:`TIMEOUT`
+seconds and never reads the answer's body (only its status counts).
+The body is the delivery's stored JSON; the headers carry the event id, this
+attempt's timestamp and the signature (:mod:`mailroom.webhooks.signing`).
 What came of it is settled by :func:`mailroom.webhooks.deliveries.settle`.
 
 The clock and the jitter's random source are injected, so tests drive
@@ -107,10 +108,10 @@ class WebhookWorker:
             check_url(url, self._allowed)  # http stays for allow-listed private hosts only
             body = claim.body.encode()
             stamp = int(self.clock().timestamp())
-            response = self._client.post(
-                url, content=body, headers=signing.headers(secret, claim.event_id, stamp, body)
-            )
-            code = response.status_code
+            signed = signing.headers(secret, claim.event_id, stamp, body)
+            # Streamed and closed unread: only the status counts, whatever the body's size.
+            with self._client.stream("POST", url, content=body, headers=signed) as response:
+                code = response.status_code
         except (ConfigError, ProviderError) as exc:
             error = str(exc)
         except httpx.HTTPError as exc:
