@@ -95,9 +95,7 @@ class WebhookDelivery(Base):
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
-    endpoint_id: Mapped[int] = mapped_column(
-        ForeignKey("webhook_endpoints.id", ondelete="CASCADE")
-    )
+    endpoint_id: Mapped[int] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"))
     event_id: Mapped[str] = mapped_column(String(100))
     event_type: Mapped[str] = mapped_column(String(30))
     body: Mapped[str] = mapped_column(Text)

@@ -33,9 +33,7 @@ ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 STAMP = sa.DateTime(timezone=True)
 
 _SQLITE_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
-_COLUMNS = (
-    "account_events (user_id, account_id, type, status, previous_status, reason, created_at)"
-)
+_COLUMNS = "account_events (user_id, account_id, type, status, previous_status, reason, created_at)"
 
 SQLITE = [
     f"""CREATE TRIGGER accounts_event_status AFTER UPDATE OF status ON accounts
