@@ -8,7 +8,7 @@ delivery's unique ``(endpoint_id, event_id)`` keeps it to one delivery::
     messageUpdated        messageUpdated-<email id>-<state> Email "updated" up to that state
     messageDeleted        messageDeleted-<email id>         Email "destroyed"
     messageSent           messageSent-<submission id>       the submission is ``sent``
-    messageFailed         messageFailed-<failed_sends id>   the submission gave up
+    messageFailed         messageFailed-<submission>-<ms>   the submission gave up (at ms)
     messageBounced        messageBounced-<bounce id>        a bounce names the submission
     accountInitialized    accountInitialized-<event id>     account_events (triggers)
     authenticationError   authenticationError-<event id>
