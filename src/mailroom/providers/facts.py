@@ -55,5 +55,5 @@ declare(ProviderFacts("imap", paged_import=True))
 declare(ProviderFacts("local", paged_import=False))
 # The Gmail backfill (providers/gmail/importer.py) keeps import_finished_at in step.
 declare(ProviderFacts("gmail", paged_import=True))
-# Connect only so far (mailroom.oauth.providers): no importer registered yet.
-declare(ProviderFacts("microsoft", paged_import=False))
+# The Graph importer (providers/graph/importer.py) keeps import_finished_at in step.
+declare(ProviderFacts("microsoft", paged_import=True))

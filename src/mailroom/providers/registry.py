@@ -92,6 +92,7 @@ def _load_builtins() -> None:
         return
     _BUILTINS_LOADED = True
     import mailroom.providers.gmail.provider  # noqa: F401  (registers itself)
+    import mailroom.providers.graph.provider  # noqa: F401  (registers itself)
     import mailroom.providers.imap  # noqa: F401  (registers itself)
     import mailroom.providers.local  # noqa: F401  (registers itself)
 
