@@ -123,8 +123,11 @@ def scan_changes(
             changed = apply_flags(session, scope, changes, by_message, defined=status.flags)
             if gmail:
                 in_all_mail = scope.folder_labels.get(folder_id) is None
+                known: dict[str, int | None] = {}
                 wanted = {
-                    where[uid]: label_ids(session, scope.user_id, names, in_all_mail=in_all_mail)
+                    where[uid]: label_ids(
+                        session, scope.user_id, names, in_all_mail=in_all_mail, known=known
+                    )
                     for uid, names in gmail.items()
                     if uid in where
                 }

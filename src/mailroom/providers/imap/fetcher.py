@@ -318,8 +318,15 @@ def store_page(
         )
         # Gmail: the labels X-GM-LABELS gives; a message in All Mail (no folder label)
         # without any is archived.
+        known_labels: dict[str, int | None] = {}
         gmail_labels = {
-            uid: label_ids(session, scope.user_id, e.gmail.labels, in_all_mail=label_id is None)
+            uid: label_ids(
+                session,
+                scope.user_id,
+                e.gmail.labels,
+                in_all_mail=label_id is None,
+                known=known_labels,
+            )
             for uid, e in envelopes.items()
             if e.gmail is not None
         }

@@ -47,27 +47,48 @@ API_NAMES = {
     "\\starred": "STARRED",
     "\\important": "IMPORTANT",
 }
+_ARCHIVED = ""  # the cache's key for the Archive label (no Gmail label is empty)
 # The roles whose labels Gmail's label set decides (besides every user label).
 MANAGED_ROLES = frozenset({"inbox", "sent", "drafts", "archive"})
 
 
 def label_ids(
-    session: Session, user_id: int, labels: Iterable[str], *, in_all_mail: bool
+    session: Session,
+    user_id: int,
+    labels: Iterable[str],
+    *,
+    in_all_mail: bool,
+    known: dict[str, int | None] | None = None,
 ) -> set[int]:
-    """The mailroom labels Gmail's labels stand for (created as needed)."""
+    """The mailroom labels Gmail's labels stand for (created as needed).
+
+    ``known``: Gmail label -> label id (None: no label) already looked up, to be
+    shared by the calls of one page; it is filled in as labels are looked up.
+    """
+    cache: dict[str, int | None] = {} if known is None else known
     found: set[int] = set()
     for label in labels:
-        lower = label.lower()
-        if lower.startswith("\\"):
-            role = SYSTEM_ROLES.get(lower)
-            if role is not None:
-                found.add(system_label(session, user_id, role).id)
-            continue
-        if label.strip(DELIMITER).strip():
-            found.add(folder_label(session, user_id, label, DELIMITER))
+        if label not in cache:
+            cache[label] = _label_id(session, user_id, label)
+        label_id = cache[label]
+        if label_id is not None:
+            found.add(label_id)
     if in_all_mail and not found:
-        found.add(system_label(session, user_id, "archive").id)
+        archive = cache.get(_ARCHIVED)
+        if archive is None:
+            archive = cache[_ARCHIVED] = system_label(session, user_id, "archive").id
+        found.add(archive)
     return found
+
+
+def _label_id(session: Session, user_id: int, label: str) -> int | None:
+    lower = label.lower()
+    if lower.startswith("\\"):
+        role = SYSTEM_ROLES.get(lower)
+        return system_label(session, user_id, role).id if role is not None else None
+    if not label.strip(DELIMITER).strip():
+        return None
+    return folder_label(session, user_id, label, DELIMITER)
 
 
 def provider_labels(labels: Iterable[str]) -> list[str]:
