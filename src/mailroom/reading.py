@@ -237,41 +237,70 @@ def user_message(reader: Reader, user: int, message_id: int, columns: str) -> Se
         {"id": message_id, "user": user},
     )
     if not found:
-        raise NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
+        raise _missing(message_id)
     return found[0]
+
+
+def _missing(message_id: int) -> NotFoundError:
+    return NotFoundError(f"There is no message {message_id}; `mailroom list` shows the ids.")
 
 
 def message_detail(source: Source, user: int, message_id: int) -> dict[str, Any]:
     """One message with bodies and parse notes; NotFoundError if not the user's."""
+    found = message_details(source, user, [message_id])
+    if not found:
+        raise _missing(message_id)
+    return found[0]
+
+
+def message_details(source: Source, user: int, message_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """The user's messages among ``message_ids``, in that order, with bodies and parse
+    notes (a thread's messages in three queries, not three per message)."""
     reader = as_reader(source)
-    recipients, preview, notes, thread_note, stage, signal = user_message(
-        reader,
-        user,
-        message_id,
-        "recipients, preview, parse_notes, thread_note, category_stage, category_signal",
-    )
-    bodies = reader.rows(
-        "SELECT text_body, sanitized_html, attachments FROM message_bodies WHERE message_id = :id",
-        {"id": message_id},
-    )
-    text, sanitized, attachments = bodies[0] if bodies else ("", None, "[]")
-    addressed = json_value(recipients) or {}
-    detail = list_messages(reader, user, ids=[message_id])[0]
-    detail.update(
-        {
-            "to": addressed.get("to", []),
-            "cc": addressed.get("cc", []),
-            "preview": preview,
-            "text": text,
-            "sanitized_html": sanitized,
-            "attachments": json_value(attachments) or [],
-            "parse_notes": json_value(notes) or [],
-            "thread_note": thread_note,
-            "category_stage": stage,
-            "category_signal": signal,
-        }
-    )
-    return detail
+    listed = {detail["id"]: detail for detail in list_messages(reader, user, ids=message_ids)}
+    if not listed:
+        return []
+    ids_sql, params = in_list("id", listed)
+    extra = {
+        row[0]: row[1:]
+        for row in reader.rows(
+            "SELECT id, recipients, preview, parse_notes, thread_note, category_stage, "
+            f"category_signal FROM messages WHERE id IN {ids_sql}",
+            params,
+        )
+    }
+    bodies = {
+        row[0]: row[1:]
+        for row in reader.rows(
+            "SELECT message_id, text_body, sanitized_html, attachments FROM message_bodies "
+            f"WHERE message_id IN {ids_sql}",
+            params,
+        )
+    }
+    details = []
+    for message_id in message_ids:
+        detail = listed.get(message_id)
+        if detail is None:
+            continue
+        recipients, preview, notes, thread_note, stage, signal = extra[message_id]
+        text, sanitized, attachments = bodies.get(message_id, ("", None, "[]"))
+        addressed = json_value(recipients) or {}
+        detail.update(
+            {
+                "to": addressed.get("to", []),
+                "cc": addressed.get("cc", []),
+                "preview": preview,
+                "text": text,
+                "sanitized_html": sanitized,
+                "attachments": json_value(attachments) or [],
+                "parse_notes": json_value(notes) or [],
+                "thread_note": thread_note,
+                "category_stage": stage,
+                "category_signal": signal,
+            }
+        )
+        details.append(detail)
+    return details
 
 
 def account_states(source: Source, user: int | None = None) -> list[dict[str, Any]]:

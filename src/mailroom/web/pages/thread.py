@@ -48,7 +48,7 @@ from mailroom.jmap import ids
 from mailroom.jmap.blobs import blob_data, find_blob
 from mailroom.jmap.bodies import find_part, parse_structure, part_content
 from mailroom.labels.operations import Operations
-from mailroom.reading import message_detail
+from mailroom.reading import message_detail, message_details
 from mailroom.store.models import Blob, Message, Thread, ThreadLabel
 from mailroom.store.reader import as_reader, stamp
 from mailroom.web.display import full_time
@@ -110,7 +110,7 @@ def thread_page(request: Request, user: SignedIn) -> Response:
                 .order_by(Message.received_at, Message.id)
             )
         )
-        details = [message_detail(session, user.user_id, mid) for mid in ids_]
+        details = message_details(session, user.user_id, ids_)
         frame = layout(as_reader(session), request, user, "")
         if marks_read_on_open(frame.owner.settings):
             unread = [d["id"] for d in details if not d["seen"]]
