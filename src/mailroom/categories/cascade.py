@@ -6,8 +6,10 @@ Order matters, each stage exists because the one after it would get these
 messages wrong:
 
 1. ``provider_label`` — Gmail's CATEGORY_* labels win outright.
-2. ``own_message`` and ``correspondent`` — the owner's own mail, and mail
-   from someone the owner has written to: Primary, whatever bulk headers.
+2. ``own_message`` — the owner's own mail: Primary. Then ``correction`` —
+   the tab the owner moved this sender's (or, consistently, this domain's)
+   mail to (``categories.learned``). Then ``correspondent`` — someone the
+   owner has written to: Primary, whatever bulk headers.
 3. ``updates`` for a list server's own notice (a -owner or -request
    sender), then ``forums`` — list and group headers (List-Post, Mailing-List, Mailman,
    Google Groups, Discourse, GitHub/GitLab, a List-Id that is not an ESP's,
@@ -40,6 +42,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from mailroom.categories import signals
+from mailroom.categories.learned import NOTHING_LEARNED, LearnedTabs
 from mailroom.categories.tabs import PRIMARY
 from mailroom.categories.vocabulary import PROMOTIONAL_WORDS
 
@@ -67,6 +70,7 @@ class CategoryFacts:
     # The bodies, read only when the cascade gets as far as looking for bulk-mail signs.
     text_body: str = ""
     html_body: str | None = None
+    learned: LearnedTabs = NOTHING_LEARNED  # what the owner's tab corrections teach
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,8 @@ def _cascade(facts: CategoryFacts) -> CategoryDecision:
     if facts.is_own_message:
         return CategoryDecision(PRIMARY, "own_message", "sent by the owner")
     sender = facts.from_email.lower()
+    if sender and (learned := facts.learned.tab_for(sender)):
+        return CategoryDecision(learned[0], "correction", learned[1])
     if sender and sender in facts.correspondents:
         return CategoryDecision(PRIMARY, "correspondent", f"you have written to {sender}")
     for category, stage, detect in RULES:

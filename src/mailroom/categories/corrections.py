@@ -4,8 +4,8 @@ A move pins each thread to the chosen tab (``threads.category_pinned``, so
 recomputations leave it there and ``explain`` says "pinned by you") and
 records a *correction*: the tab the owner wants for mail from each sender of
 the moved threads, in ``users.settings["tab_corrections"]`` (sender address ->
-tab, newest last, at most :data:`MAX_CORRECTIONS`). That is the data a
-learned sender preference reads (issue 18); the cascade does not use it yet.
+tab, newest last, at most :data:`MAX_CORRECTIONS`). ``categories.learned``
+turns it into the cascade's ``correction`` stage, above the rules.
 
 :func:`move_to_tab` returns what it replaced, and :func:`restore_tabs` puts
 exactly that back (the web page's undo).
@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from mailroom.categories.learned import corrections_of as corrections_of  # re-exported
 from mailroom.categories.tabs import CATEGORIES
 from mailroom.errors import NotFoundError
 from mailroom.store import changelog
@@ -53,14 +54,6 @@ class TabMove:
             str(k): None if v is None else str(v) for k, v in dict(data["corrections"]).items()
         }
         return cls(threads, corrections)
-
-
-def corrections_of(settings: Mapping[str, Any]) -> dict[str, str]:
-    """The owner's corrections: sender address -> tab."""
-    found = settings.get("tab_corrections")
-    if not isinstance(found, dict):
-        return {}
-    return {str(k): str(v) for k, v in found.items() if v in CATEGORIES}
 
 
 def move_to_tab(session: Session, user_id: int, thread_ids: Iterable[int], tab: str) -> TabMove:

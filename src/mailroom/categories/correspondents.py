@@ -29,6 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from mailroom.categories.explaining import addresses_in, tabs_off
+from mailroom.categories.learned import LearnedTabs
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Account, Contact, Label, Message, MessageLabel, User
 
@@ -45,6 +46,13 @@ def owner_addresses(session: Session, user_id: int) -> frozenset[str]:
 def switched_off(session: Session, user_id: int) -> frozenset[str]:
     """The tabs the owner switched off (``users.settings["categories_off"]``)."""
     return tabs_off(session.scalar(select(User.settings).where(User.id == user_id)))
+
+
+def learned_tabs(session: Session, user_id: int) -> LearnedTabs:
+    """What the owner's tab corrections teach (``users.settings["tab_corrections"]``)."""
+    return LearnedTabs.from_settings(
+        session.scalar(select(User.settings).where(User.id == user_id))
+    )
 
 
 def sent_label_id(session: Session, user_id: int) -> int | None:

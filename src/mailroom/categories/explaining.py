@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
+from mailroom.categories.learned import NOTHING_LEARNED, LearnedTabs
 from mailroom.reading import user_message
 from mailroom.store.chunks import in_chunks
 from mailroom.store.reader import Reader, as_reader, in_list, json_value
@@ -108,10 +109,11 @@ class OwnerContext:
     addresses: frozenset[str]
     switched_off: frozenset[str]
     sent_label: int | None
+    learned: LearnedTabs = NOTHING_LEARNED
 
     @classmethod
     def load(cls, source: Reader | Session, user_id: int) -> OwnerContext:
-        """The owner's addresses, switched-off tabs and Sent label id."""
+        """The owner's addresses, switched-off tabs, Sent label id and learned tabs."""
         reader = as_reader(source)
         settings = user_settings(reader, user_id)
         addresses = addresses_in(settings)
@@ -122,7 +124,12 @@ class OwnerContext:
         sent = reader.rows(
             "SELECT id FROM labels WHERE user_id = :user AND role = 'sent'", {"user": user_id}
         )
-        return cls(frozenset(addresses), tabs_off(settings), int(sent[0][0]) if sent else None)
+        return cls(
+            frozenset(addresses),
+            tabs_off(settings),
+            int(sent[0][0]) if sent else None,
+            LearnedTabs.from_settings(settings),
+        )
 
 
 def _correspondents(reader: Reader, user_id: int, senders: set[str]) -> frozenset[str]:
@@ -193,6 +200,7 @@ def stored_facts(
             switched_off=context.switched_off,
             is_own_message=own,
             owner_addresses=context.addresses,
+            learned=context.learned,
             text_body=bodies.get(message_id, ("", None))[0],
             html_body=bodies.get(message_id, ("", None))[1],
         )
