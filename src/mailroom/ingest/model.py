@@ -16,6 +16,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from mailroom.categories.learned import NOTHING_LEARNED, LearnedTabs
 from mailroom.mime import ParsedMessage
 
 __all__ = ["Batch", "BatchResult", "IncomingMessage", "Location", "StoredMessage"]
@@ -85,6 +86,7 @@ class Batch:
     switched_off: frozenset[str] = frozenset()
     owner_addresses: frozenset[str] = frozenset()
     sent_label: int | None = None
+    learned: LearnedTabs = NOTHING_LEARNED  # tabs learned from the owner's corrections
     new_correspondents: set[str] = field(default_factory=set)
 
     def sent_by_owner(self, item: StoredMessage) -> bool:

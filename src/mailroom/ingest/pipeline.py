@@ -29,6 +29,7 @@ from mailroom.categories.correspondents import (
     SentMessage,
     correspondents_among,
     harvest,
+    learned_tabs,
     owner_addresses,
     senders_by_address,
     sent_label_id,
@@ -129,6 +130,7 @@ class OwnerStage:
         session = batch.session
         batch.owner_addresses = owner_addresses(session, batch.user_id)
         batch.switched_off = switched_off(session, batch.user_id)
+        batch.learned = learned_tabs(session, batch.user_id)
         batch.sent_label = sent_label_id(session, batch.user_id)
 
 
@@ -210,6 +212,7 @@ def facts_for(
         switched_off=batch.switched_off,
         is_own_message=own,
         owner_addresses=batch.owner_addresses,
+        learned=batch.learned,
         text_body=parsed.text_body,
         html_body=parsed.html_body,
     )
