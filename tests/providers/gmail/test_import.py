@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import update
 
 from mailroom.config import Settings
 from mailroom.providers import registry
 from mailroom.providers.base import TransientError
 from mailroom.providers.gmail.backfill import FINISHED, INBOX, MAILBOX, load_backfill
 from mailroom.store.engine import Store
-from mailroom.store.models import GmailBackfill
 from tests.emulators.gmail.emulator import GmailEmulator
-from tests.providers.gmail.test_sync import deliver, stored
+from tests.providers.gmail.test_sync import deliver, stored, the_minute_passes
 from tests.providers.test_gmail_contract import gmail_account, import_all, sync
 
 __all__ = ["gmail_account"]
@@ -56,12 +54,7 @@ def test_a_page_broken_off_midway_is_done_again_without_doubles(
     assert state.phase == INBOX and state.attempts == 1 and state.not_before is not None
     assert 0 < len(stored(store, gmail_account)) < 12
     assert not registry.importer_for(store, "gmail", settings).import_page(gmail_account)  # type: ignore[union-attr]
-    with store.session() as session:  # the hour of cooldown is over
-        session.execute(
-            update(GmailBackfill)
-            .where(GmailBackfill.account_id == gmail_account)
-            .values(not_before=None)
-        )
+    the_minute_passes(store, gmail_account)  # and the hour of cooldown is over too
     gmail_emulator.clear_log()
     import_all(store, settings, gmail_account)
     assert sorted(stored(store, gmail_account)) == sorted(ids)

@@ -199,7 +199,7 @@ def test_an_expired_access_token_is_refreshed_and_stored(
     assert token() != before
 
 
-def _the_minute_passes(store: Store, account_id: int) -> None:
+def the_minute_passes(store: Store, account_id: int) -> None:
     """What the clock would do: the deferral and the pacer's block are over."""
     with store.session() as session:
         session.execute(
@@ -228,7 +228,7 @@ def test_inner_batch_429s_defer_the_backfill_then_it_completes(
         state = load_backfill(session, gmail_account)
     assert state.attempts == 0 and state.not_before is not None
     assert len(stored(store, gmail_account)) < 7
-    _the_minute_passes(store, gmail_account)
+    the_minute_passes(store, gmail_account)
     import_all(store, settings, gmail_account)
     assert sorted(stored(store, gmail_account)) == sorted(ids)
     with store.session() as session:

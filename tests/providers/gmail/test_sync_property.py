@@ -13,10 +13,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
-from sqlalchemy import update
 
 from mailroom.config import Settings
 from mailroom.labels.operations import Operations
@@ -24,10 +22,11 @@ from mailroom.labels.propagation import propagate_pending
 from mailroom.providers import registry
 from mailroom.providers.base import RateLimitError
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, GmailBackfill, GmailQuotaLimit
+from mailroom.store.models import Account
 from tests.emulators.gmail.emulator import GmailEmulator
 from tests.emulators.gmail.seed import make_message
-from tests.providers.gmail.test_sync import stored
+from tests.imap.gmail.test_gmail_mirror_property import settings_for
+from tests.providers.gmail.test_sync import stored, the_minute_passes
 from tests.providers.test_gmail_contract import add_gmail_account, import_all, sync
 
 _serial = itertools.count()
@@ -87,24 +86,18 @@ class GmailApiMirrorMachine(RuleBasedStateMachine):
         return data.draw(st.sampled_from(ids)) if ids else None
 
     def fetch(self) -> None:
-        """A scheduler tick: sync, then the backfill; a quota deferral waits its minute."""
-        for _attempt in range(5):
+        """A scheduler tick: sync, then the backfill; a quota deferral waits its minute.
+
+        Every deferral used up at least one refused batch part, and there are
+        at most 3 per step, so this ends.
+        """
+        for _attempt in range(3 * 12 + 1):
             try:
                 sync(self.store, self.settings_, self.account)
                 import_all(self.store, self.settings_, self.account)
                 return
             except RateLimitError:
-                with self.store.session() as session:
-                    session.execute(
-                        update(GmailBackfill)
-                        .where(GmailBackfill.account_id == self.account)
-                        .values(not_before=None)
-                    )
-                    session.execute(
-                        update(GmailQuotaLimit)
-                        .where(GmailQuotaLimit.account_id == self.account)
-                        .values(blocked_until=None)
-                    )
+                the_minute_passes(self.store, self.account)
         raise AssertionError("the quota deferral never ends")
 
     # -- Gmail's side ------------------------------------------------------------
@@ -206,18 +199,6 @@ class GmailApiMirrorMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.gmail.stop()
-
-
-def settings_for(examples: int, steps: int) -> settings:
-    """Hypothesis settings for a machine whose every step talks to a real server."""
-    return settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        database=None,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    )
 
 
 @pytest.mark.timeout(900)

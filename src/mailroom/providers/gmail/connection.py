@@ -20,8 +20,6 @@ the work until the account's minute is over.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Self
 
 from sqlalchemy import select
 
@@ -80,20 +78,9 @@ class GmailAccount:
         )
 
     def close(self) -> None:
-        """Close the HTTP client and the pacer's connections."""
+        """Close the HTTP client and the pacer's connections (``contextlib.closing``)."""
         self.api.close()
         self.pacer.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def open_account(store: Store, settings: Settings | None, account_id: int) -> GmailAccount:

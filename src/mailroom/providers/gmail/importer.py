@@ -24,6 +24,7 @@ nothing to do now (False) and the account stays importing.
 
 from __future__ import annotations
 
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
@@ -91,7 +92,7 @@ class GmailImporter:
             has_cursor = load_history_id(session, account_id) is not None
         if state.done or not state.due(_now()):
             return False
-        with open_account(self.store, self.settings, account_id) as gmail:
+        with closing(open_account(self.store, self.settings, account_id)) as gmail:
             try:
                 if not has_cursor:
                     snapshot(self.store, gmail, restart=False)

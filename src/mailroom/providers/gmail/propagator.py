@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -102,7 +103,7 @@ class GmailPropagator:
 
     def propagate(self, account_id: int, batch: Sequence[MessageChanges]) -> Iterator[Outcome]:
         """Carry the batch; yields the outcomes as they are settled."""
-        with open_account(self.store, self.settings, account_id) as gmail:
+        with closing(open_account(self.store, self.settings, account_id)) as gmail:
             try:
                 folders = [c for c in batch if c.folder_label is not None]
                 messages = [c for c in batch if c.folder_label is None]

@@ -26,6 +26,7 @@ One :meth:`GmailSyncer.sync`:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from mailroom.config import Settings
@@ -83,7 +84,7 @@ class GmailSyncer:
 
     def sync(self, account_id: int) -> list[int]:
         """Sync the account; Gmail has no folders to report, so the list is empty."""
-        with open_account(self.store, self.settings, account_id) as gmail:
+        with closing(open_account(self.store, self.settings, account_id)) as gmail:
             try:
                 self._sync(gmail)
             except QuotaExceededError as exc:
