@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from mailroom.categories.learned import corrections_of as corrections_of  # re-exported
+from mailroom.categories.learned import corrections_of
 from mailroom.categories.tabs import CATEGORIES
 from mailroom.errors import NotFoundError
 from mailroom.store import changelog
