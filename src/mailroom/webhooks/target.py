@@ -1,8 +1,8 @@
 """Which URLs may receive webhooks: https anywhere public, http only to allow-listed private hosts.
 
 Every URL passes the SSRF guard (:func:`mailroom.providers.netguard.check_host`)
-when it is added and again on every connection (the delivery client uses the
-guarded transport of :mod:`mailroom.providers.gmail.transport`). ``http`` is
+when it is added and again when it is delivered to (the delivery client goes
+through :mod:`mailroom.providers.guarded_http`). ``http`` is
 accepted only when every address of the host is a private one the operator
 allow-listed in ``MAILROOM_ALLOWED_PRIVATE_HOSTS`` (an internal service on
 the operator's own network): events name people's mail, and plain http over

@@ -1,8 +1,7 @@
 """The webhook worker: one round derives new deliveries, claims the due ones and POSTs them.
 
-Each POST goes through the SSRF guard on every new connection (the guarded
-httpx transport of :mod:`mailroom.providers.gmail.transport`, shared rather
-than written again), follows no redirect, waits at most :data:`TIMEOUT`
+Each POST goes through the SSRF guard (:mod:`mailroom.providers.guarded_http`,
+the transport every outbound HTTP request uses), follows no redirect, waits at most :data:`TIMEOUT`
 seconds and never reads the answer's body (only its status counts).
 The body is the delivery's stored JSON; the headers carry the event id, this
 attempt's timestamp and the signature (:mod:`mailroom.webhooks.signing`).
@@ -25,7 +24,7 @@ from sqlalchemy import select
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError, ProviderError
-from mailroom.providers.gmail.transport import guarded_transport
+from mailroom.providers.guarded_http import guarded_client
 from mailroom.secrets import SecretBox
 from mailroom.store.engine import Store
 from mailroom.store.models import WebhookEndpoint, utcnow
@@ -78,9 +77,7 @@ class WebhookWorker:
         self.clock = clock
         self.rng = rng or random.Random()
         self._allowed = tuple(settings.allowed_private_host_list)
-        self._client = httpx.Client(
-            transport=guarded_transport(self._allowed), timeout=timeout, follow_redirects=False
-        )
+        self._client = guarded_client(self._allowed, timeout=timeout)
         self._box: SecretBox | None = None
 
     def close(self) -> None:
