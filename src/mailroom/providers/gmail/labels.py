@@ -33,14 +33,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, exists, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for
 from mailroom.labels.lifecycle import held_folders
 from mailroom.labels.resolver import bind, resolve_path, system_label
+from mailroom.labels.unused import drop_unused_labels
 from mailroom.providers.gmail.resources import Label as GmailLabel
-from mailroom.store.models import Folder, Label, LabelBinding, Message, MessageLabel, ThreadLabel
+from mailroom.store.models import Folder, LabelBinding, Message, MessageLabel
 
 __all__ = [
     "CATEGORY_PREFIX",
@@ -226,7 +227,7 @@ def _renamed(
             )
             changes.emails.update(ids)
             changes.mailboxes.update({old, new})
-        cleanup_labels(session, {old})
+        drop_unused_labels(session, {old})
     session.flush()
 
 
@@ -252,7 +253,7 @@ def _deleted(
             changes.emails.update(ids)
             changes.mailboxes.add(label_id)
         session.flush()
-        cleanup_labels(session, {label_id})
+        drop_unused_labels(session, {label_id})
 
 
 def _account_members(session: Session, account_id: int, label_id: int) -> list[int]:
@@ -263,28 +264,3 @@ def _account_members(session: Session, account_id: int, label_id: int) -> list[i
             .where(MessageLabel.label_id == label_id, Message.account_id == account_id)
         )
     )
-
-
-def cleanup_labels(session: Session, label_ids: set[int]) -> None:
-    """Delete user labels nothing uses any more, then their unused parents."""
-    todo = set(label_ids)
-    while todo:
-        label = session.get(Label, todo.pop())
-        if label is None or label.role is not None:
-            continue
-        used = session.scalar(
-            select(
-                exists().where(LabelBinding.label_id == label.id)
-                | exists().where(Folder.label_id == label.id)
-                | exists().where(MessageLabel.label_id == label.id)
-                | exists().where(ThreadLabel.label_id == label.id)
-                | exists().where(Label.parent_id == label.id)
-            )
-        )
-        if used:
-            continue
-        parent = label.parent_id
-        session.delete(label)
-        session.flush()
-        if parent is not None:
-            todo.add(parent)

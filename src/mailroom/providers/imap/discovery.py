@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, exists, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mailroom.ingest.mirror import (
@@ -51,6 +51,7 @@ from mailroom.ingest.mirror import (
 )
 from mailroom.labels.lifecycle import held_folders
 from mailroom.labels.resolver import bind, resolve_path, role_for_folder_name, system_label
+from mailroom.labels.unused import drop_unused_labels
 from mailroom.providers.imap import gmail_ext
 from mailroom.providers.imap.connection import ImapConnection, ListedFolder
 from mailroom.providers.imap.gmail_folders import forget_label, rescan_labels
@@ -61,7 +62,6 @@ from mailroom.store.models import (
     LabelBinding,
     MessageLabel,
     MessageLocation,
-    ThreadLabel,
     utcnow,
 )
 
@@ -219,32 +219,6 @@ def _relabel(
         changes.mailboxes.add(old)
 
 
-def _cleanup_labels(session: Session, label_ids: set[int]) -> None:
-    """Delete labels nothing uses any more (deepest first, then their parents)."""
-    todo = set(label_ids)
-    while todo:
-        label_id = todo.pop()
-        label = session.get(Label, label_id)
-        if label is None or label.role is not None:
-            continue
-        used = session.scalar(
-            select(
-                exists().where(LabelBinding.label_id == label_id)
-                | exists().where(Folder.label_id == label_id)
-                | exists().where(MessageLabel.label_id == label_id)
-                | exists().where(ThreadLabel.label_id == label_id)
-                | exists().where(Label.parent_id == label_id)
-            )
-        )
-        if used:
-            continue
-        parent = label.parent_id
-        session.delete(label)
-        session.flush()
-        if parent is not None:
-            todo.add(parent)
-
-
 def discover(
     session: Session, conn: ImapConnection, scope: AccountScope, changes: ChangeSet
 ) -> DiscoveryResult:
@@ -358,7 +332,7 @@ def discover(
         rescan_labels(session, scope.account_id)
     _bind(session, scope.account_id, list(existing.values()))
     if stale_labels:
-        _cleanup_labels(session, stale_labels)
+        drop_unused_labels(session, stale_labels)
     return result
 
 
