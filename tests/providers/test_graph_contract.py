@@ -58,9 +58,10 @@ def add_graph_account(
     *,
     immutable_ids: bool = True,
     owner: str = "me",
+    address: str | None = None,
 ) -> int:
-    """A connected mailroom Microsoft account on the emulator's default mailbox."""
-    issued = graph.issue_tokens()
+    """A connected mailroom Microsoft account on a mailbox of the emulator (the default one)."""
+    issued = graph.issue_tokens(address)
     tokens = TokenSet(
         issued["access_token"],
         issued.get("refresh_token"),
@@ -71,7 +72,7 @@ def add_graph_account(
         settings,
         provider=PROVIDER,
         name="microsoft",
-        address=graph.default_address,
+        address=address or graph.default_address,
         owner=owner,
         client=OAuthClient("mailroom-test"),
         token_url=graph.token_url(),
