@@ -17,7 +17,8 @@
 #   - Redis: redis-server --daemonize on that port, no persistence, in .test-services/.
 # Dovecot (/usr/sbin/dovecot, package dovecot-imapd) is installed when missing and root;
 # the tests start their own private Dovecot (tests/support/dovecot.py).
-# swaks (package swaks), the stock SMTP client the submission port tests drive, likewise.
+# swaks (package swaks, with Net::SSLeay for TLS), the stock SMTP client the submission port
+# tests drive, likewise.
 # Chromium (Debian's chromium) for the browser tests, which Playwright drives; never a
 # browser build of Playwright's own (`playwright install`).
 # Node.js and npm (Debian's nodejs and npm when missing and root) and the npm JMAP client
@@ -334,11 +335,17 @@ ensure_dovecot() {
     fi
 }
 
+# swaks speaks TLS only with Net::SSLeay, which it merely recommends (and apt_install
+# installs no recommendations): the submission port tests need both.
+swaks_with_tls() {
+    command -v swaks >/dev/null && perl -MNet::SSLeay -MIO::Socket::SSL -e 1 2>/dev/null
+}
+
 ensure_swaks() {
-    command -v swaks >/dev/null && return
-    apt_install swaks
-    if ! command -v swaks >/dev/null; then
-        FAILED+=("swaks (package swaks) is not installed and could not be installed.")
+    swaks_with_tls && return
+    apt_install swaks libnet-ssleay-perl libio-socket-ssl-perl
+    if ! swaks_with_tls; then
+        FAILED+=("swaks with TLS (packages swaks, libnet-ssleay-perl, libio-socket-ssl-perl) is not installed and could not be installed.")
     fi
 }
 
