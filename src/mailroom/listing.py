@@ -381,6 +381,16 @@ class Owner:
         value = self.settings.get("categories_off")
         return frozenset(str(v) for v in value) if isinstance(value, list) else frozenset()
 
+    @property
+    def tabs_on(self) -> list[str]:
+        """The inbox tabs shown, in order (Primary is always on)."""
+        off = self.tabs_off
+        return [tab for tab in CATEGORIES if tab == PRIMARY or tab not in off]
+
+    def inbox_tab(self, wanted: str) -> str:
+        """``wanted`` if it is a tab the user sees, else Primary."""
+        return wanted if wanted in self.tabs_on else PRIMARY
+
 
 def owner(source: Source, user: int) -> Owner:
     """The user's settings and accounts, in one query."""

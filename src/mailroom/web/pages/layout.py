@@ -125,9 +125,8 @@ class Layout:
         return f"{self.path}?{urlencode({'account': account_id})}"
 
 
-def account_filter(request: Request, who: Owner) -> int | None:
-    """The account the ``account`` parameter names, if it is one of the user's."""
-    given = request.query_params.get("account", "")
+def account_filter(given: str, who: Owner) -> int | None:
+    """The account an ``account`` parameter's value names, if it is one of the user's."""
     if given.isdigit() and any(account == int(given) for account, _ in who.accounts):
         return int(given)
     return None
@@ -136,7 +135,7 @@ def account_filter(request: Request, who: Owner) -> int | None:
 def layout(reader: Reader, request: Request, user: SignedIn, active: str) -> Layout:
     """The frame of a page for ``user``, read in the caller's session."""
     who = owner(reader, user.user_id)
-    account = account_filter(request, who)
+    account = account_filter(request.query_params.get("account", ""), who)
     labels = label_tree(reader, user.user_id, account)
     path, admin = request.url.path, is_admin(request, user)
     notice = left(request)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response
 
-from mailroom.categories.tabs import CATEGORIES, PRIMARY
+from mailroom.categories.tabs import PRIMARY
 from mailroom.listing import BOXES, Cursor, Page, View, tab_unread, thread_page
 from mailroom.store.reader import Reader, as_reader
 from mailroom.web.pages.actions import toolbar
@@ -111,9 +111,8 @@ def _listing(request: Request, user: SignedIn, name: str, label_id: int | None =
 
 def _tabs(request: Request, frame: Layout, reader: Reader) -> tuple[str, list[Tab]]:
     """The chosen tab and the tabs bar (empty when only Primary is on)."""
-    shown = [tab for tab in CATEGORIES if tab == PRIMARY or tab not in frame.owner.tabs_off]
-    wanted = request.query_params.get("tab", PRIMARY)
-    chosen = wanted if wanted in shown else PRIMARY
+    shown = frame.owner.tabs_on
+    chosen = frame.owner.inbox_tab(request.query_params.get("tab", PRIMARY))
     if len(shown) == 1:
         return chosen, []
     inbox = frame.roles.get("inbox")

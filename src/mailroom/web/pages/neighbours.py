@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from mailroom.categories.tabs import CATEGORIES, PRIMARY
+from mailroom.categories.tabs import PRIMARY
 from mailroom.listing import BOXES, Cursor, View, thread_page
 from mailroom.store.models import Thread
 from mailroom.store.reader import Reader
-from mailroom.web.pages.layout import Layout
+from mailroom.web.pages.layout import Layout, account_filter
 
 __all__ = ["Neighbours", "neighbours"]
 
@@ -35,14 +35,10 @@ def _view(frame: Layout, back: str) -> View | None:
     """The mailbox view the ``back`` address lists, or None when it is not one."""
     parts = urlsplit(back)
     query = parse_qs(parts.query)
-    account = query.get("account", [""])[0]
-    account_id = int(account) if account.isdigit() else None
-    if account_id is not None and all(account_id != known for known, _ in frame.owner.accounts):
-        account_id = None
+    account_id = account_filter(query.get("account", [""])[0], frame.owner)
     path = parts.path
     if path == "/":
-        tab = query.get("tab", [PRIMARY])[0]
-        tab = tab if tab in CATEGORIES and tab not in frame.owner.tabs_off else PRIMARY
+        tab = frame.owner.inbox_tab(query.get("tab", [PRIMARY])[0])
         return View("inbox", None, tab, account_id, frame.owner.tabs_off)
     head, _, rest = path.strip("/").partition("/")
     if head == "mail" and rest in BOXES and rest != "inbox":
