@@ -91,25 +91,36 @@ def _people(pairs: list[Any]) -> str:
     return ", ".join(out)
 
 
+def _own_thread(session: Session, user: SignedIn, thread_id: int) -> Thread | None:
+    """The user's thread ``thread_id``; None when it does not exist or is someone else's."""
+    thread = session.get(Thread, thread_id)
+    return thread if thread is not None and thread.user_id == user.user_id else None
+
+
+def _message_ids(session: Session, user: SignedIn, thread_id: int) -> list[int]:
+    """The thread's message ids, oldest first."""
+    return list(
+        session.scalars(
+            select(Message.id)
+            # "+ 0": look the thread's messages up by the thread index; SQLite
+            # would otherwise walk every message of the user in received order.
+            .where(Message.thread_id == thread_id, Message.user_id + 0 == user.user_id)
+            .order_by(Message.received_at, Message.id)
+        )
+    )
+
+
 @signed_in
 def thread_page(request: Request, user: SignedIn) -> Response:
     """GET /threads/N: every message of one of the user's threads."""
     thread_id = request.path_params["thread_id"]
     back = safe_next(request.query_params.get("back"))
     with context(request).store.session() as session:
-        thread = session.get(Thread, thread_id)
-        if thread is None or thread.user_id != user.user_id:
+        thread = _own_thread(session, user, thread_id)
+        if thread is None:
             frame = layout(as_reader(session), request, user, "")
             return render(frame, "missing.html", 404, what=f"thread {thread_id}")
-        ids_ = list(
-            session.scalars(
-                select(Message.id)
-                # "+ 0": look the thread's messages up by the thread index; SQLite
-                # would otherwise walk every message of the user in received order.
-                .where(Message.thread_id == thread_id, Message.user_id + 0 == user.user_id)
-                .order_by(Message.received_at, Message.id)
-            )
-        )
+        ids_ = _message_ids(session, user, thread_id)
         details = message_details(session, user.user_id, ids_)
         frame = layout(as_reader(session), request, user, "")
         if marks_read_on_open(frame.owner.settings):
@@ -160,16 +171,9 @@ def thread_why(request: Request, user: SignedIn) -> Response:
     """GET /threads/N/why: the "why is this here?" list of one of the user's threads."""
     thread_id = request.path_params["thread_id"]
     with context(request).store.session() as session:
-        thread = session.get(Thread, thread_id)
-        if thread is None or thread.user_id != user.user_id:
+        if _own_thread(session, user, thread_id) is None:
             return page("missing.html", 404, what=f"thread {thread_id}", user=user)
-        newest = session.scalars(
-            select(Message.id)
-            .where(Message.thread_id == thread_id, Message.user_id + 0 == user.user_id)
-            .order_by(Message.received_at.desc(), Message.id.desc())
-            .limit(1)
-        ).all()
-        lines = _why(session, user.user_id, list(newest))
+        lines = _why(session, user.user_id, _message_ids(session, user, thread_id))
     return page("_why.html", why=lines)
 
 
