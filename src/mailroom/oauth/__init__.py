@@ -15,11 +15,11 @@ Provider-neutral; Gmail and Microsoft differ only in their
 ``connect``      connecting / reconnecting an account (checks, flow, row)
 ``secretfile``   reading a client secret from a file
 ``cli``          ``mailroom account add gmail`` / ``microsoft``
-``providers``    the registry entries offering those commands
+``providers``    those commands, for the provider entries
 
-The names below are imported on first use: the provider registry imports
-``mailroom.oauth.providers`` to offer the connect commands, and that must not
-load httpx, SQLAlchemy sessions and the cipher library for every command.
+The names below are imported on first use: the Gmail and Microsoft provider
+entries import ``mailroom.oauth.providers`` for the connect commands, and that
+must not load httpx, SQLAlchemy sessions and the cipher library for every command.
 """
 
 from __future__ import annotations

@@ -1,26 +1,17 @@
-"""The ``gmail`` and ``microsoft`` provider entries: for now only their ``account add`` command.
+"""The ``account add gmail`` / ``microsoft`` commands, as the provider entries offer them.
 
-The syncers, importers and propagators of these providers are built in
-``providers/gmail`` and ``providers/graph``. Until those register full entries,
-this module registers entries holding only the connect command, so that
-``mailroom account add gmail`` / ``microsoft`` exist. It never replaces an entry
-another module registered: it only adds the command to one that has none.
-A full entry registered later should take its ``add_command`` from
-:func:`gmail_add_command` / :func:`microsoft_add_command`.
+``providers/gmail/provider.py`` and ``providers/graph/provider.py`` register their
+entries with these as ``add_command``; each imports the CLI only when asked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING
-
-from mailroom.providers import registry
 
 if TYPE_CHECKING:
     import click
 
-__all__ = ["gmail_add_command", "microsoft_add_command", "register_connect_commands"]
+__all__ = ["gmail_add_command", "microsoft_add_command"]
 
 
 def gmail_add_command() -> click.Command:
@@ -35,22 +26,3 @@ def microsoft_add_command() -> click.Command:
     from mailroom.oauth.cli import add_microsoft_command
 
     return add_microsoft_command
-
-
-COMMANDS: dict[str, Callable[[], click.Command]] = {
-    "gmail": gmail_add_command,
-    "microsoft": microsoft_add_command,
-}
-
-
-def register_connect_commands() -> None:
-    """Offer the connect commands, keeping whatever else the entries already hold."""
-    for name, command in COMMANDS.items():
-        entry = registry.find(name)
-        if entry is None:
-            registry.register(registry.ProviderEntry(name=name, add_command=command))
-        elif entry.add_command is None:
-            registry.register(replace(entry, add_command=command))
-
-
-register_connect_commands()

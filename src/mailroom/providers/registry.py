@@ -96,9 +96,6 @@ def _load_builtins() -> None:
     import mailroom.providers.imap  # noqa: F401  (registers itself)
     import mailroom.providers.local  # noqa: F401  (registers itself)
 
-    # Last: adds `account add gmail` / `microsoft` to those entries (or creates them).
-    from mailroom.oauth import providers as _oauth_providers  # noqa: F401
-
 
 def names() -> list[str]:
     """The names of all registered providers."""
