@@ -18,7 +18,9 @@ both with the guard's one sentence. Only public httpx interfaces are used.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -34,6 +36,13 @@ __all__ = ["VETTED_SECONDS", "GuardedTransport", "guarded_client", "require_http
 VETTED_SECONDS = 60.0
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA store takes a noticeable time, and every client (one per sync job,
+    # per delivery round) would load it again; a context is safe to share.
+    return httpx.create_ssl_context()
+
+
 class GuardedTransport(httpx.BaseTransport):
     """An httpx transport that connects only to addresses the SSRF guard vetted."""
 
@@ -45,7 +54,7 @@ class GuardedTransport(httpx.BaseTransport):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._allowed = tuple(allowed_hosts)
-        self._inner = inner or httpx.HTTPTransport()
+        self._inner = inner or httpx.HTTPTransport(verify=_tls_context())
         self._clock = clock
         self._vetted: dict[tuple[str, int], tuple[float, list[str]]] = {}
         self._lock = threading.Lock()
