@@ -23,10 +23,13 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
+
+_HELD = "category_held_at IS NOT NULL AND category_released_at IS NULL"
 
 
 class Message(Base):
@@ -37,6 +40,13 @@ class Message(Base):
         UniqueConstraint("provider_id", "account_id"),
         Index("ix_messages_user_id_received_at", "user_id", "received_at"),
         Index("ix_messages_subject_key_received_at", "subject_key", "received_at"),
+        # The held-mail sweep (migration 0017): only mail still held for the assistant.
+        Index(
+            "ix_messages_held",
+            "category_held_at",
+            postgresql_where=text(_HELD),
+            sqlite_where=text(_HELD),
+        ),
     )
 
     id: Mapped[int] = mapped_column(IdType, primary_key=True)
@@ -65,6 +75,13 @@ class Message(Base):
     category_stage: Mapped[str | None] = mapped_column(String(40))
     category_signal: Mapped[str | None] = mapped_column(Text)
     rule_category: Mapped[str | None] = mapped_column(String(20))
+    # The assistant (mailroom.assistant): held until its verdict, released by
+    # the first of three releasers; the verdict; when it was asked (once).
+    category_held_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    category_released_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    assistant_category: Mapped[str | None] = mapped_column(String(20))
+    assistant_reason: Mapped[str | None] = mapped_column(Text)
+    assistant_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     raw_sha256: Mapped[str | None] = mapped_column(String(64))
     parse_notes: Mapped[list[str]] = mapped_column(JSON, default=list)

@@ -13,8 +13,8 @@ walking every message. The reason is model text and is ``TEXT``; the
 category is a tab name mailroom makes and stays ``VARCHAR(20)`` like
 ``messages.category``.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016"
-down_revision = "0015"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
