@@ -14,6 +14,7 @@ keys, Gmail/Graph ids) stay far below it by the providers' own limits.
 
 from mailroom.store.models.base import Base, UtcDateTime, utcnow
 from mailroom.store.models.changes import CHANGE_KINDS, Change
+from mailroom.store.models.events import CalendarFeed, MessageEvent
 from mailroom.store.models.gmail import (
     BACKFILL_PHASES,
     GmailBackfill,
@@ -78,6 +79,8 @@ __all__ = [
     "SYSTEM_ROLES",
     "Account",
     "ApiToken",
+    "CalendarFeed",
+    "MessageEvent",
     "Base",
     "Blob",
     "Change",
