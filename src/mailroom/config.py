@@ -33,6 +33,10 @@
 ``MAILROOM_SUBMISSION_LISTEN`` where ``mailroom serve`` opens the SMTP submission
                            port for mail programs (``127.0.0.1:8587``; ``off`` closes it);
                            ``MAILROOM_SUBMISSION_MAX_BYTES`` the largest message it takes (25 MiB).
+``MAILROOM_ASSISTANT``      which model sorts mail for owners who switch it on: ``off``
+                           (default), ``openai`` (``MAILROOM_ASSISTANT_URL``, ``_MODEL``,
+                           ``_KEY``, ``_TIMEOUT``) or ``offline``; ``MAILROOM_HOLD_MAX_SECONDS``
+                           (60, 2–300) the longest new mail waits for its verdict.
 ``MAILROOM_SEND_UNDO_SECONDS`` how long a JMAP EmailSubmission waits, cancellable, before
                            its lane may send it (0); ``MAILROOM_SEND_MAX_DELAY_SECONDS`` the
                            longest FUTURERELEASE hold (30 days; 0 allows none);
@@ -130,6 +134,16 @@ class Settings:
     send_undo_seconds: int = 0
     send_max_delay_seconds: int = 30 * 86400
     send_max_recipients: int = 100
+    # The assistant (mailroom.assistant; docs/operations.md): which model sorts the mail
+    # of owners who switch it on (``off``, ``openai`` for an OpenAI-compatible endpoint,
+    # ``offline`` for the bundled embedding model), the endpoint's URL, model name and key,
+    # the longest wait for one answer, and how long new mail may be held for a verdict.
+    assistant: str = "off"
+    assistant_url: str = ""
+    assistant_model: str = ""
+    assistant_key: SecretStr | None = None
+    assistant_timeout: float = 30.0
+    hold_max_seconds: int = 60
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
