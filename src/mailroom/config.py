@@ -37,6 +37,11 @@
                            (default), ``openai`` (``MAILROOM_ASSISTANT_URL``, ``_MODEL``,
                            ``_KEY``, ``_TIMEOUT``) or ``offline``; ``MAILROOM_HOLD_MAX_SECONDS``
                            (60, 2–300) the longest new mail waits for its verdict.
+``MAILROOM_METRICS_ALLOW``  who may scrape ``/metrics`` (addresses or networks,
+                           comma-separated; ``127.0.0.1, ::1``); ``MAILROOM_METRICS_TOKEN``,
+                           when set, a bearer token every scrape must carry;
+                           ``MAILROOM_METRICS_LISTEN`` (``HOST:PORT``, off) where ``mailroom
+                           worker`` and ``supervisor`` answer scrapes.
 ``MAILROOM_SEND_UNDO_SECONDS`` how long a JMAP EmailSubmission waits, cancellable, before
                            its lane may send it (0); ``MAILROOM_SEND_MAX_DELAY_SECONDS`` the
                            longest FUTURERELEASE hold (30 days; 0 allows none);
@@ -134,6 +139,11 @@ class Settings:
     send_undo_seconds: int = 0
     send_max_delay_seconds: int = 30 * 86400
     send_max_recipients: int = 100
+    # Who may scrape /metrics (mailroom.metrics.access): addresses or networks, and a
+    # bearer token that, when set, every scrape must carry.
+    metrics_allow: str = "127.0.0.1, ::1"
+    metrics_token: SecretStr | None = None
+    metrics_listen: str = ""  # HOST:PORT of a worker's or supervisor's own /metrics (off)
     # The assistant (mailroom.assistant; docs/operations.md): which model sorts the mail
     # of owners who switch it on (``off``, ``openai`` for an OpenAI-compatible endpoint,
     # ``offline`` for the bundled embedding model), the endpoint's URL, model name and key,
