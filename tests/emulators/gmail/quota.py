@@ -97,6 +97,10 @@ class QuotaMeter:
         self._spent: deque[tuple[float, int]] = deque()
         self._lock = threading.Lock()
 
+    def now(self) -> float:
+        """The meter's clock (seconds; a benchmark's scaled clock, else monotonic)."""
+        return self._clock()
+
     def _used_since(self, since: float) -> int:
         return sum(units for at, units in self._spent if at > since)
 

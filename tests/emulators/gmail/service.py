@@ -16,7 +16,7 @@ import json
 import threading
 import traceback
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -55,6 +55,7 @@ class LoggedRequest:
     units: int  # quota units charged (0 when refused)
     method: str | None  # the API method name (``messages.get``), None for batch/OAuth
     in_batch: bool
+    at: float = 0.0  # when, on the quota meter's clock (seconds)
 
 
 @dataclass
@@ -109,8 +110,9 @@ class GmailService:
         return None
 
     def _log(self, entry: LoggedRequest) -> None:
+        stamped = replace(entry, at=self.quota.now())
         with self._lock:
-            self.log.append(entry)
+            self.log.append(stamped)
 
     # -- one call ---------------------------------------------------------
 

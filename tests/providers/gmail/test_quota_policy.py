@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+
 import pytest
 
 from mailroom.providers.gmail.quota import (
@@ -16,6 +19,7 @@ from mailroom.providers.gmail.quota import (
     message_requests,
     rejection_usage,
     reservation_wait,
+    scaled_time,
     units_for_messages,
     wait_for_room,
     window_usage,
@@ -140,3 +144,19 @@ def test_messages_are_fetched_five_a_request_at_60_units_each() -> None:
     assert [len(r) for r in requests] == [5, 5, 2]
     assert [i for r in requests for i in r] == ids
     assert units_for_messages(5) == 300
+
+
+def test_a_scaled_clock_runs_and_sleeps_factor_times_faster() -> None:
+    """A 600x clock starts at its start; 0.05 real seconds are 30 of its seconds, and its
+    sleep of 30 seconds takes about 0.05 real ones."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    clock = scaled_time(600, start)
+    assert (clock.clock() - start).total_seconds() < 5
+    began = time.monotonic()
+    clock.sleep(30)
+    real = time.monotonic() - began
+    passed = (clock.clock() - start).total_seconds()
+    assert 0.045 <= real < 1.0
+    assert 29.0 <= passed < 600
+    with pytest.raises(ValueError, match="positive"):
+        scaled_time(0)

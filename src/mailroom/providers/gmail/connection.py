@@ -29,7 +29,13 @@ from mailroom.oauth.source import TokenSource
 from mailroom.providers.base import RateLimitError
 from mailroom.providers.gmail.api import DEFAULT_BASE_URL, QUOTA_COSTS, GmailApi
 from mailroom.providers.gmail.errors import QuotaExceededError
-from mailroom.providers.gmail.quota import UNITS_PER_FULL_MESSAGE, QuotaPacer, pacer_for
+from mailroom.providers.gmail.quota import (
+    SYSTEM_TIME,
+    UNITS_PER_FULL_MESSAGE,
+    QuotaPacer,
+    TimeSource,
+    pacer_for,
+)
 from mailroom.store.engine import Store
 from mailroom.store.models import Account
 
@@ -83,8 +89,16 @@ class GmailAccount:
         self.pacer.close()
 
 
-def open_account(store: Store, settings: Settings | None, account_id: int) -> GmailAccount:
-    """Open the Gmail account ``account_id`` (ConfigError when it is not a Gmail account)."""
+def open_account(
+    store: Store,
+    settings: Settings | None,
+    account_id: int,
+    time: TimeSource = SYSTEM_TIME,
+) -> GmailAccount:
+    """Open the Gmail account ``account_id`` (ConfigError when it is not a Gmail account).
+
+    ``time`` is the pacer's clock and sleep (the real ones but in benchmarks).
+    """
     settings = settings or load_settings()
     with store.session() as session:
         row = session.execute(
@@ -95,7 +109,7 @@ def open_account(store: Store, settings: Settings | None, account_id: int) -> Gm
     if row is None or row.provider != "gmail":
         raise ConfigError(f"There is no Gmail account with id {account_id}.")
     account_settings = row.settings or {}
-    pacer = pacer_for(store, settings, account_id)
+    pacer = pacer_for(store, settings, account_id, clock=time.clock, sleep=time.sleep)
     meter = _Meter(pacer)
     api = GmailApi(
         TokenSource(store, account_id, settings),

@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from mailroom.metrics import catalogue
 from mailroom.providers.base import TransientError
 
 if TYPE_CHECKING:
@@ -64,15 +65,18 @@ __all__ = [
     "START_LIMIT",
     "UNITS_PER_FULL_MESSAGE",
     "WINDOW_SECONDS",
+    "SYSTEM_TIME",
     "Clock",
     "PacerBase",
     "QuotaPacer",
     "QuotaState",
     "Sleep",
+    "TimeSource",
     "message_requests",
     "pacer_for",
     "rejection_usage",
     "reservation_wait",
+    "scaled_time",
     "units_for_messages",
     "wait_for_room",
     "window_usage",
@@ -232,6 +236,37 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class TimeSource:
+    """A clock and the sleep that waits on it (the pacer's and the backfill's time)."""
+
+    clock: Clock
+    sleep: Sleep
+
+
+SYSTEM_TIME = TimeSource(_utcnow, time.sleep)
+
+
+def scaled_time(factor: float, start: datetime | None = None) -> TimeSource:
+    """A clock running ``factor`` times faster than real time, from ``start`` (now).
+
+    Its sleep waits ``seconds / factor`` real seconds, so whatever waits on
+    this clock waits the same clock-seconds as on the real one.
+    """
+    if factor <= 0:
+        raise ValueError("a time scale must be positive")
+    origin = (start or _utcnow()).timestamp()
+    real_origin = time.monotonic()
+
+    def clock() -> datetime:
+        return datetime.fromtimestamp(origin + (time.monotonic() - real_origin) * factor, UTC)
+
+    def sleep(seconds: float) -> None:
+        time.sleep(max(0.0, seconds) / factor)
+
+    return TimeSource(clock, sleep)
+
+
 class PacerBase:
     """Waiting and the clock, on top of the storage's three atomic operations."""
 
@@ -267,9 +302,12 @@ class PacerBase:
         A TransientError in one sentence when the shared usage cannot be reached.
         """
         try:
-            return self._reserve_at(self._now(), max(0, units))
+            wait = self._reserve_at(self._now(), max(0, units))
         except self._storage_errors as exc:
             raise self._unreachable(exc) from None
+        if not wait:
+            catalogue.gmail_units(max(0, units))
+        return wait
 
     def take(self, units: int) -> None:
         """Spend ``units``, sleeping until they fit."""
@@ -283,6 +321,7 @@ class PacerBase:
         logged and the work still waits the account's minute.
         """
         now = self._now()
+        catalogue.gmail_rejection()
         try:
             return self._reject_at(now, max(0, units), stated_limit).blocked_for(now)
         except self._storage_errors as exc:
