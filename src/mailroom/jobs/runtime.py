@@ -32,11 +32,12 @@ from huey.consumer import Consumer
 from sqlalchemy import select
 
 from mailroom.config import Settings
+from mailroom.events.extract import extract_events
 from mailroom.ingest import steps
 from mailroom.jobs.leases import Leases, LocalLeases, RedisLeases
 from mailroom.jobs.queues import QUEUES, make_queues
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
-from mailroom.jobs.tasks import FollowUpStep, Jobs
+from mailroom.jobs.tasks import ENRICHERS, FollowUpStep, Jobs
 from mailroom.jobs.webhooks import INTERVAL as WEBHOOK_INTERVAL
 from mailroom.jobs.webhooks import WebhookJobs
 from mailroom.labels import propagation
@@ -110,6 +111,8 @@ class Runtime:
         self.jobs = Jobs(store, self.queues, settings, leases=self.leases)
         if not any(isinstance(step, FollowUpStep) for step in steps.STEPS):
             steps.STEPS.append(FollowUpStep(self.jobs))
+        if extract_events not in ENRICHERS:  # events in mail (mailroom.events)
+            ENRICHERS.append(extract_events)
         self._waker = self.jobs.request_propagation
         propagation.WAKERS.append(self._waker)
         self._send_waker = self.jobs.sending.request
@@ -199,6 +202,8 @@ class Runtime:
             consumer.stop(graceful=True)
         self._consumers.clear()
         steps.STEPS[:] = [s for s in steps.STEPS if not isinstance(s, FollowUpStep)]
+        if extract_events in ENRICHERS:
+            ENRICHERS.remove(extract_events)
         if self._waker in propagation.WAKERS:
             propagation.WAKERS.remove(self._waker)
         if self._send_waker in outbound_hooks.WAKERS:

@@ -1,0 +1,132 @@
+"""The events enricher: read stored raw HTML, store the events it describes.
+
+It runs in the follow-up job (``follow_up`` on ``enrich_live``, ``enrich`` or
+``enrich_backlog``: :data:`mailroom.jobs.tasks.ENRICHERS`), never inside an
+ingest transaction, and :func:`backfill_events` runs the same code over mail
+already stored. Must be idempotent: rows are unique per ``(message_id,
+position)`` and inserted with ``ON CONFLICT DO NOTHING``, so a retried job, a
+second worker or a backfill after live extraction adds nothing. Only HTML that
+mentions JSON-LD or microdata is read from the store at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from mailroom.events.schema import FoundEvent, events_from_items
+from mailroom.events.structured import structured_items
+from mailroom.store.bulk import insert_ignoring_conflicts
+from mailroom.store.engine import Store
+from mailroom.store.models import Message, MessageBody, MessageEvent, User, utcnow
+
+log = logging.getLogger(__name__)
+
+CHUNK = 200  # messages read per query (their HTML can be large)
+_MARKERS = or_(MessageBody.html_body.ilike("%ld+json%"), MessageBody.html_body.ilike("%itemscope%"))
+
+
+@dataclass
+class ExtractResult:
+    """What one extraction stored."""
+
+    messages: int = 0  # messages with structured data looked at
+    events: int = 0  # events newly stored
+
+
+def extract_events(store: Store, message_ids: Sequence[int]) -> None:
+    """The enricher: store the events of these messages (see the module)."""
+    for start in range(0, len(message_ids), CHUNK):
+        with store.session() as session:
+            store_events(session, message_ids[start : start + CHUNK])
+
+
+def store_events(session: Session, message_ids: Sequence[int]) -> ExtractResult:
+    """Extract and insert the events of these messages in the caller's transaction."""
+    result = ExtractResult()
+    if not message_ids:
+        return result
+    rows = session.execute(
+        select(Message.id, Message.user_id, MessageBody.html_body)
+        .join(MessageBody, MessageBody.message_id == Message.id)
+        .where(Message.id.in_(list(message_ids)), _MARKERS)
+    ).all()
+    zones: dict[int, str] = {}
+    new: list[dict[str, object]] = []
+    for message_id, user_id, html in rows:
+        result.messages += 1
+        if user_id not in zones:
+            zones[user_id] = _user_zone(session, user_id)
+        try:
+            found = events_from_items(structured_items(html), zones[user_id])
+        except Exception:  # one hostile message must not cost the others
+            log.exception("Events of message %s could not be read; skipped.", message_id)
+            continue
+        new.extend(
+            _row(user_id, message_id, position, event) for position, event in enumerate(found)
+        )
+    if new:
+        inserted = insert_ignoring_conflicts(
+            session, MessageEvent, new, ["message_id", "position"], ("id",)
+        )
+        result.events = len(inserted)
+    return result
+
+
+def backfill_events(store: Store, user_id: int, chunk: int = CHUNK) -> ExtractResult:
+    """Extract the events of every stored message of a user (idempotent; one commit per chunk)."""
+    total = ExtractResult()
+    for ids in _candidates(store, user_id, chunk):
+        with store.session() as session:
+            done = store_events(session, ids)
+        total.messages += done.messages
+        total.events += done.events
+    return total
+
+
+def _candidates(store: Store, user_id: int, chunk: int) -> Iterator[list[int]]:
+    """Ids of the user's messages whose HTML may hold structured data, a chunk at a time."""
+    after = 0
+    while True:
+        with store.session() as session:
+            ids = list(
+                session.scalars(
+                    select(MessageBody.message_id)
+                    .join(Message, Message.id == MessageBody.message_id)
+                    .where(Message.user_id == user_id, MessageBody.message_id > after, _MARKERS)
+                    .order_by(MessageBody.message_id)
+                    .limit(chunk)
+                )
+            )
+        if not ids:
+            return
+        yield ids
+        after = ids[-1]
+
+
+def _user_zone(session: Session, user_id: int) -> str:
+    """The owner's time zone (web settings), in which times without an offset are read."""
+    settings = session.scalar(select(User.settings).where(User.id == user_id)) or {}
+    zone = settings.get("timezone") if isinstance(settings, dict) else None
+    return zone if isinstance(zone, str) and zone else "UTC"
+
+
+def _row(user_id: int, message_id: int, position: int, event: FoundEvent) -> dict[str, object]:
+    return {
+        "user_id": user_id,
+        "message_id": message_id,
+        "position": position,
+        "kind": event.kind,
+        "summary": event.summary,
+        "location": event.location,
+        "starts_at": event.starts_at,
+        "ends_at": event.ends_at,
+        "all_day": event.all_day,
+        "tzid": event.tzid,
+        "source": event.source,
+        "created_at": utcnow(),
+    }
