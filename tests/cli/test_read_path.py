@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
+from mailroom.cli.lazy import source_help
+from mailroom.cli.main import COMMANDS, cli
 from tests.factories import make_message
 from tests.helpers import write_maildir
 
@@ -165,3 +168,29 @@ def test_no_store_is_the_usual_sentence(tmp_path: Path) -> None:
     done = run(tmp_path / "empty", "list")
     assert done.returncode == 1
     assert "There is no mailroom store in" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_help_lists_every_command_without_importing_them(tmp_path: Path) -> None:
+    """`mailroom --help` lists every command with its summary, read from the sources."""
+    done = run(tmp_path / "none", "--help")
+    assert done.returncode == 0, done.stderr
+    assert loaded(done) == set()
+    listed = done.stdout.split("Commands:\n", 1)[1]
+    assert {line.split()[0] for line in listed.splitlines() if line.strip()} == set(COMMANDS)
+
+
+def test_help_summaries_read_from_the_source_are_the_commands_own() -> None:
+    """The summary --help takes from a command's source is the one the command gives."""
+    ctx = click.Context(cli)
+    from_source = 0
+    for name, target in COMMANDS.items():
+        text = source_help(target)
+        real = cli.get_command(ctx, name)
+        assert real is not None
+        if text is None:
+            continue  # imported for --help, as its help is not a docstring
+        from_source += 1
+        stand_in = click.Command(name, help=text)
+        for limit in (30, 45, 200):
+            assert stand_in.get_short_help_str(limit) == real.get_short_help_str(limit), name
+    assert from_source > len(COMMANDS) / 2

@@ -11,14 +11,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import click
 
 from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.config import DEFAULT_OWNER
 from mailroom.errors import ConfigError
-from mailroom.labels.operations import Operations
-from mailroom.labels.resolver import resolve_path
-from mailroom.owners import DEFAULT_OWNER, get_user
+
+if TYPE_CHECKING:
+    from mailroom.labels.operations import Operations
+
+# The label operations (and with them SQLAlchemy and the ORM) are imported when a
+# command runs: `mailroom --help` imports this module to list its commands.
 
 owner_option = click.option("--owner", default=DEFAULT_OWNER, show_default=True)
 threads_argument = click.argument("threads", nargs=-1, required=True, type=int)
@@ -31,6 +36,9 @@ def _act(
     verb: str,
     action: Callable[[Operations, list[int]], list[int]],
 ) -> None:
+    from mailroom.labels.operations import Operations
+    from mailroom.owners import get_user
+
     with app.existing_store.session() as session:
         user = get_user(session, owner)
         ops = Operations(session, user.id)
@@ -128,6 +136,9 @@ def label_command(
     parts = [part for part in name.split("/") if part.strip()]
     if not parts:
         raise ConfigError("A label name must not be empty.")
+    from mailroom.labels.resolver import resolve_path
+    from mailroom.owners import get_user
+
     with app.existing_store.session() as session:
         user = get_user(session, owner)
         label_id = resolve_path(session, user.id, parts).id
@@ -176,6 +187,9 @@ def snooze_command(
 ) -> None:
     """Snooze threads: out of the Inbox until the wake time, then back and unread."""
     when = parse_wake_time(until, duration, datetime.now(UTC))
+    from mailroom.labels.operations import Operations
+    from mailroom.owners import get_user
+
     with app.existing_store.session() as session:
         user = get_user(session, owner)
         Operations(session, user.id).snooze(threads, when)
@@ -189,6 +203,9 @@ def snooze_command(
 @plain_errors
 def wake_command(app: AppContext, threads: tuple[int, ...], owner: str) -> None:
     """Wake snoozed threads now: back to the Inbox, newest message unread."""
+    from mailroom.labels.operations import Operations
+    from mailroom.owners import get_user
+
     with app.existing_store.session() as session:
         user = get_user(session, owner)
         Operations(session, user.id).wake(threads)

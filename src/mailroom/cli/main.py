@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import sys
-from importlib import import_module
 from pathlib import Path
-from typing import Any
 
 import click
 
 from mailroom import __version__
 from mailroom.cli.context import AppContext, setup_logging
+from mailroom.cli.lazy import LazyGroup
 from mailroom.errors import MailroomError
 
-# Each command's module is imported only when that command runs (or for --help):
-# `mailroom list` must not pay for the web server, the job queues, IMAP or the
-# cipher library, which together made every read command take most of a second.
+# Each command's module is imported only when that command runs (--help reads the
+# summaries from the sources, cli/lazy.py): `mailroom list` must not pay for the web
+# server, the job queues, IMAP or the cipher library, which together made every read
+# command take most of a second.
 # name -> "module:attribute"; the attribute is a click command or group.
 COMMANDS: dict[str, str] = {
     "import": "mailroom.cli.imports:import_command",
@@ -56,29 +56,6 @@ COMMANDS: dict[str, str] = {
 # Commands whose processes are the engine: the operator log is their audience. A
 # foreground command prints its own one-sentence reason instead (said once, not twice).
 ENGINE_COMMANDS = frozenset({"serve", "worker", "supervisor"})
-
-
-class LazyGroup(click.Group):
-    """A group that imports a command's module only when the command is looked up."""
-
-    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lazy = lazy
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        """Every command name, without importing any command module."""
-        return sorted({*self.lazy, *self.commands})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The command, importing its module on first use; None for an unknown name."""
-        if cmd_name in self.commands or cmd_name not in self.lazy:
-            return self.commands.get(cmd_name)
-        module_name, attribute = self.lazy[cmd_name].split(":")
-        command = getattr(import_module(module_name), attribute)
-        if not isinstance(command, click.Command):
-            raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
-        self.commands[cmd_name] = command
-        return command
 
 
 @click.group(
