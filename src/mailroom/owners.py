@@ -6,8 +6,9 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
+from mailroom.audit import Origin, record_account
 from mailroom.config import DEFAULT_OWNER as DEFAULT_OWNER  # re-exported
 from mailroom.errors import NotFoundError, unknown_user
 from mailroom.store.models import Account, User
@@ -68,8 +69,14 @@ def get_or_create_account(
     return account
 
 
-def disconnect_account(account: Account) -> None:
-    """Stop syncing ``account`` and forget its passwords; its mail stays (idempotent)."""
+def disconnect_account(account: Account, origin: Origin | None = None) -> None:
+    """Stop syncing ``account`` and forget its passwords; its mail stays (idempotent).
+
+    Audited (``account.disconnect``) in the account's session when it was connected.
+    """
+    session = object_session(account)
+    if session is not None and account.status != "disconnected":
+        record_account(session, "account.disconnect", account, origin)
     account.status = "disconnected"
     account.status_reason = "disconnected by the owner"
     account.secret = None

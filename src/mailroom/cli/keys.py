@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from mailroom.cli.audit import record_command
 from mailroom.cli.context import AppContext, pass_app, plain_errors
 from mailroom.secrets import default_key_file, write_key_file
 
@@ -30,6 +31,7 @@ def keys_init_command(app: AppContext, path: Path | None) -> None:
     settings = app.settings
     target = path or settings.master_key_file or default_key_file()
     written = write_key_file(target, settings.data_dir)
+    record_command(app, "key.init", f"master key file {written}")
     click.echo(f"Created the master key file {written}.")
     click.echo(
         f"Set MAILROOM_MASTER_KEY_FILE={written} for every mailroom process, and back it up "

@@ -63,6 +63,7 @@ from functools import cache
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
+from mailroom.audit import Origin, record
 from mailroom.config import Settings
 from mailroom.errors import ConfigError, NotFoundError
 from mailroom.owners import get_or_create_user, get_user
@@ -111,31 +112,56 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def set_password(session: Session, name: str, password: str) -> bool:
-    """Set the password of user ``name``, creating the user; True if the user is new."""
+def set_password(session: Session, name: str, password: str, origin: Origin | None = None) -> bool:
+    """Set the password of user ``name``, creating the user; True if the user is new.
+
+    Audited (``user.create`` or ``user.password``) in the caller's transaction.
+    """
     if not password:
         raise ConfigError("The password is empty; give a password of at least one character.")
     existed = session.scalar(select(User.id).where(User.name == name)) is not None
     user = get_or_create_user(session, name)
     user.password_hash = hash_password(password)
+    action = "user.password" if existed else "user.create"
+    record(session, action, user_name=user.name, user_id=user.id, origin=origin)
     return not existed
 
 
 def create_token(
-    session: Session, user_name: str, name: str = "", expires_at: datetime | None = None
+    session: Session,
+    user_name: str,
+    name: str = "",
+    expires_at: datetime | None = None,
+    origin: Origin | None = None,
 ) -> str:
-    """A new API token of an existing user; the token itself is shown only here."""
+    """A new API token of an existing user; the token itself is shown only here.
+
+    Audited (``token.create``, with the token's id and name) in the caller's transaction.
+    """
     user = get_user(session, user_name)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    session.add(
-        ApiToken(
-            user_id=user.id,
-            token_sha256=token_digest(token),
-            name=name[:200],
-            expires_at=expires_at,
-        )
+    row = ApiToken(
+        user_id=user.id,
+        token_sha256=token_digest(token),
+        name=name[:200],
+        expires_at=expires_at,
+    )
+    session.add(row)
+    session.flush()
+    record(
+        session,
+        "token.create",
+        user_name=user.name,
+        user_id=user.id,
+        origin=origin,
+        detail=_token_detail(row),
     )
     return token
+
+
+def _token_detail(token: ApiToken) -> str:
+    named = f" ({token.name})" if token.name else ""
+    return f"token {token.id}{named}"
 
 
 def list_tokens(session: Session, user_name: str) -> Sequence[ApiToken]:
@@ -146,14 +172,26 @@ def list_tokens(session: Session, user_name: str) -> Sequence[ApiToken]:
     ).all()
 
 
-def revoke_token(session: Session, token_id: int) -> ApiToken:
-    """Delete API token ``token_id`` (it stops working at once); the row it was."""
+def revoke_token(session: Session, token_id: int, origin: Origin | None = None) -> ApiToken:
+    """Delete API token ``token_id`` (it stops working at once); the row it was.
+
+    Audited (``token.revoke``) in the caller's transaction.
+    """
     token = session.get(ApiToken, token_id)
     if token is None:
         raise NotFoundError(
             f"There is no API token {token_id}; `mailroom token list USER` shows the ids."
         )
+    owner = session.get(User, token.user_id)
     session.delete(token)
+    record(
+        session,
+        "token.revoke",
+        user_name=owner.name if owner is not None else None,
+        user_id=token.user_id,
+        origin=origin,
+        detail=_token_detail(token),
+    )
     return token
 
 
@@ -284,15 +322,19 @@ class SignInLimiter:
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
 
-    def succeeded(self, attempt: list[int]) -> None:
-        """The password was right: the attempt is no failure."""
+    def succeeded(self, attempt: list[int], audit: SignInAudit | None = None) -> None:
+        """The password was right: the attempt is no failure (audited with it)."""
         with self.store.session() as session:
             session.execute(delete(SignInFailure).where(SignInFailure.id.in_(attempt)))
+            if audit is not None:
+                audit.write(session, "signin.ok")
 
-    def failed(self, name: str, address: str | None) -> None:
-        """The password was wrong (already counted); log a lock-out it starts."""
+    def failed(self, name: str, address: str | None, audit: SignInAudit | None = None) -> None:
+        """The password was wrong (already counted); log and audit a lock-out it starts."""
         cutoff = self.clock() - self.policy.window
         with self.store.session() as session:
+            if audit is not None:
+                audit.write(session, "signin.failed")
             for key, limit, label in self._limits(name, address):
                 count = len(
                     session.scalars(
@@ -303,6 +345,14 @@ class SignInLimiter:
                 )
                 if count == limit:
                     minutes = round(self.policy.window.total_seconds() / 60)
+                    if audit is not None:
+                        # Not the label: an unknown user name may be a mistyped password.
+                        which = "user name" if key.startswith("name:") else "client address"
+                        audit.write(
+                            session,
+                            "signin.locked",
+                            f"the {which} reached {count} failed sign-ins in {minutes} minutes",
+                        )
                     operator_log.warning(
                         "sign-in lock-out: %s had %d failed sign-ins within %d minutes "
                         "(last from %s); password sign-ins under it are refused for up to "
@@ -313,6 +363,28 @@ class SignInLimiter:
                         address or "an unknown address",
                         minutes,
                     )
+
+
+@dataclass(frozen=True, slots=True)
+class SignInAudit:
+    """What the audit log says about one password check: whose, how and from where."""
+
+    user_name: str | None  # None for a name that is no user (it may be a mistyped password)
+    user_id: int | None
+    origin: Origin
+
+    def write(self, session: Session, action: str, detail: str = "") -> None:
+        """Record ``action`` about this sign-in in ``session``."""
+        if self.user_name is None and not detail:
+            detail = "no such user"
+        record(
+            session,
+            action,
+            user_name=self.user_name,
+            user_id=self.user_id,
+            origin=self.origin,
+            detail=detail,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,11 +431,14 @@ class Authenticator:
             return None
         return self.sign_in(name, password, address)
 
-    def sign_in(self, name: str, password: str, address: str | None = None) -> Principal | None:
+    def sign_in(
+        self, name: str, password: str, address: str | None = None, via: str = "jmap"
+    ) -> Principal | None:
         """The user ``name`` if ``password`` is theirs, else None; LockedOut while locked.
 
         Unknown names and users without a password cost one scrypt check like
-        a real one, and count toward the lock-out like a real one.
+        a real one, and count toward the lock-out like a real one. Each checked
+        password is audited (``via`` web, jmap or smtp, from ``address``).
         """
         wait = self.limiter.retry_after(name, address)
         if wait is not None:
@@ -380,14 +455,19 @@ class Authenticator:
             if known is not None and hmac.compare_digest(known, stored):
                 return Principal(row.id, row.name)
         attempt = self.limiter.begin(name, address)
+        audit = SignInAudit(
+            row.name if row is not None else None,
+            row.id if row is not None else None,
+            Origin.network(via, address),
+        )
         if row is None or not stored:
             verify_password(password, _dummy_hash())
-            self.limiter.failed(name, address)
+            self.limiter.failed(name, address, audit)
             return None
         if not verify_password(password, stored):
-            self.limiter.failed(name, address)
+            self.limiter.failed(name, address, audit)
             return None
-        self.limiter.succeeded(attempt)
+        self.limiter.succeeded(attempt, audit)
         with self._lock:
             self._verified[key] = stored
             self._verified.move_to_end(key)

@@ -175,6 +175,9 @@ class Runtime:
 
     def start_supervisor(self, clock: Callable[[], float] = time.monotonic) -> None:
         """Start the supervisor and the periodic duties in a background thread."""
+        from mailroom.metrics import catalogue
+
+        catalogue.watches_from(lambda: len(self.supervisor.watching()))
 
         def loop() -> None:
             try:

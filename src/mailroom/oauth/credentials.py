@@ -26,6 +26,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.audit import Origin, record_account
 from mailroom.config import Settings
 from mailroom.errors import ConfigError, NotFoundError
 from mailroom.labels.resolver import ensure_system_labels
@@ -111,8 +112,9 @@ def add_oauth_account(
     token_url: str,
     scopes: list[str],
     tokens: TokenSet,
+    origin: Origin | None = None,
 ) -> int:
-    """Store a new, active account with its sealed tokens; returns its id."""
+    """Store a new, active account with its sealed tokens; returns its id (audited)."""
     box = SecretBox.from_settings(settings)
     name = name.strip()
     with store.session() as session:
@@ -134,6 +136,7 @@ def add_oauth_account(
         session.flush()
         account.secret = _seal(box, account.id, client, tokens)
         ensure_system_labels(session, user.id)
+        record_account(session, "account.add", account, origin)
         return account.id
 
 

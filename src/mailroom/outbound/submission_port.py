@@ -190,7 +190,7 @@ class _Handler:
             return AuthResult(success=False, handled=False)
         try:
             principal = await asyncio.to_thread(
-                self.port.auth.sign_in, name, secret, _peer_address(session)
+                self.port.auth.sign_in, name, secret, _peer_address(session), "smtp"
             )
         except LockedOut as exc:
             reply = f"454 4.7.0 Too many failed sign-ins; try again in {exc.minutes} minutes."

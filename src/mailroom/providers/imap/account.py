@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.audit import Origin, record_account
 from mailroom.config import Settings
 from mailroom.errors import ConfigError, NotFoundError
 from mailroom.labels.resolver import ensure_system_labels
@@ -91,8 +92,11 @@ def add_imap_account(
     port: int | None = None,
     tls: str = "ssl",
     owner: str = "me",
+    origin: Origin | None = None,
 ) -> int:
     """Store a new IMAP account with its sealed password; returns the account id.
+
+    Audited (``account.add``, from ``origin``; None: this machine's command line).
 
     Offline: nothing is sent to the server. Raises ConfigError for bad values, a
     missing master key or a name that is already taken.
@@ -124,6 +128,7 @@ def add_imap_account(
         session.flush()
         account.secret = box.seal(password.encode("utf-8"), f"account:{account.id}")
         ensure_system_labels(session, user.id)
+        record_account(session, "account.add", account, origin)
         return account.id
 
 

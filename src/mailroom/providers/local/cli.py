@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 from sqlalchemy import select
 
+from mailroom.audit import record_account
 from mailroom.cli.context import AppContext, pass_app, plain_errors
 from mailroom.cli.smtp_options import (
     SmtpOptions,
@@ -72,6 +73,7 @@ def add_local_command(
         session.flush()
         account_id = account.id
         ensure_system_labels(session, user.id)
+        record_account(session, "account.add", account)
     if outgoing is not None:
         save_outgoing(app.store, app.settings, account_id, outgoing, password)
     sends = f"; it sends mail through {describe(outgoing)}" if outgoing else ""

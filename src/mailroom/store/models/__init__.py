@@ -12,6 +12,7 @@ Message-ID or reference that could exceed it is stored as its digest
 keys, Gmail/Graph ids) stay far below it by the providers' own limits.
 """
 
+from mailroom.store.models.audit import AuditEntry
 from mailroom.store.models.base import Base, UtcDateTime, utcnow
 from mailroom.store.models.changes import CHANGE_KINDS, Change
 from mailroom.store.models.events import CalendarFeed, MessageEvent
@@ -79,6 +80,7 @@ __all__ = [
     "SYSTEM_ROLES",
     "Account",
     "ApiToken",
+    "AuditEntry",
     "CalendarFeed",
     "MessageEvent",
     "Base",

@@ -92,7 +92,7 @@ def signin(request: Request) -> Response:
             csrf=cookie,
         )
     try:
-        user = web.auth.sign_in(name, password, client_address(request))
+        user = web.auth.sign_in(name, password, client_address(request), via="web")
     except LockedOut as locked:
         return _form(
             request,
