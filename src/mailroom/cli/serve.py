@@ -108,7 +108,7 @@ def serve_command(
     no_submission_port: bool,
     no_jobs: bool,
 ) -> None:
-    """Serve the web page, /health and JMAP (/.well-known/jmap) until interrupted."""
+    """Serve the web page, JMAP (/.well-known/jmap), /health, /ready and /metrics."""
     import uvicorn
 
     from mailroom.jmap.app import JmapConfig

@@ -39,6 +39,7 @@ import json
 import logging
 import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,7 @@ from mailroom.jmap.errors import (
     Problem,
     invalid_arguments,
 )
+from mailroom.metrics import catalogue
 from mailroom.store.engine import Store
 
 log = logging.getLogger(__name__)
@@ -422,6 +424,7 @@ class Dispatcher:
         responses: list[tuple[str, dict[str, Any], str]] = []
         for name, raw_args, call_id in document["methodCalls"]:
             context.follow_ups.clear()
+            started = time.perf_counter()
             try:
                 args = _resolve(raw_args, responses)
                 _created_ids_resolved(name, args, context.created_ids)
@@ -443,6 +446,9 @@ class Dispatcher:
                 responses.append(
                     ("error", {"type": "serverFail", "description": "An internal error."}, call_id)
                 )
+            # Only registered names: a client's made-up ones must not grow the label set.
+            shown = name if name in self.methods else "unknown"
+            catalogue.jmap_call(shown, time.perf_counter() - started)
         response: dict[str, Any] = {
             "methodResponses": [list(r) for r in responses],
             "sessionState": self.session_state(principal),

@@ -35,6 +35,8 @@ QUEUES = (
 
 def make_queues(settings: Settings, names: tuple[str, ...] = QUEUES) -> dict[str, Huey]:
     """One huey per queue name, on Redis when configured, else SQLite in the data dir."""
+    from mailroom.metrics.jobs import instrument  # not at import: read commands skip it
+
     _check_names(names)
     queues: dict[str, Huey] = {}
     for name in names:
@@ -49,6 +51,8 @@ def make_queues(settings: Settings, names: tuple[str, ...] = QUEUES) -> dict[str
             queues[name] = SqliteHuey(
                 f"{settings.namespace}-{name}", filename=str(path), results=False
             )
+    for name, queue in queues.items():
+        instrument(name, queue)  # task ids carry their enqueue time; jobs counted
     return queues
 
 

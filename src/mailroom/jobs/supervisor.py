@@ -49,6 +49,7 @@ from sqlalchemy import select, update
 
 from mailroom.jobs.leases import Leases
 from mailroom.jobs.status import record_failure
+from mailroom.metrics import catalogue
 from mailroom.providers.base import Watcher
 from mailroom.providers.errors import account_outcome
 from mailroom.store.engine import Store
@@ -145,7 +146,11 @@ class Supervisor:
             return
         if watch.lease_token is not None and now >= watch.renew_at:
             assert self.leases is not None
-            if self.leases.renew(self._key(account_id), watch.lease_token, self.config.lease_ttl):
+            renewed = self.leases.renew(
+                self._key(account_id), watch.lease_token, self.config.lease_ttl
+            )
+            catalogue.lease_renewed(renewed)
+            if renewed:
                 watch.renew_at = now + self.config.lease_ttl / 3
             else:
                 log.warning("Lost the watch lease of account %s; stopping its watcher.", account_id)
@@ -215,6 +220,7 @@ class Supervisor:
         delay = watch.backoff
         watch.backoff = min(watch.backoff * 2, self.config.backoff_max)
         watch.restart_at = now + delay
+        catalogue.watch_reconnects()
         if failure is not None:
             log.info(
                 "Watch of account %s ended (%s); retrying in %.0f s.", account_id, failure, delay
@@ -270,7 +276,9 @@ class Supervisor:
 
     def watching(self) -> list[int]:
         """Accounts whose watcher runs in this process right now."""
-        return sorted(a for a, w in self._watches.items() if w.thread is not None and not w.ended)
+        # A copy: the scrape thread asks while the tick thread adds and removes watches.
+        watches = list(self._watches.items())
+        return sorted(a for a, w in watches if w.thread is not None and not w.ended)
 
     @staticmethod
     def _key(account_id: int) -> str:

@@ -45,6 +45,7 @@ from mailroom.jobs.sending import SendJobs
 from mailroom.jobs.status import clear_failure, record_failure
 from mailroom.labels.operations import Operations
 from mailroom.labels.propagation import has_due, propagate_pending
+from mailroom.metrics import catalogue
 from mailroom.providers import registry
 from mailroom.providers.base import AuthError
 from mailroom.providers.errors import account_outcome
@@ -335,6 +336,8 @@ class Jobs:
             ).all()
         routed: dict[str, list[int]] = {}
         now = self.now()
+        if finished is not None:  # new mail of a synced account, not its history
+            catalogue.sync_lag((now - received).total_seconds() for _, received in rows)
         for message_id, received_at in rows:
             routed.setdefault(queue_for(finished is not None, received_at, now), []).append(
                 message_id

@@ -58,6 +58,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
+from mailroom.metrics import catalogue
 from mailroom.outbound.base import RefusedError, SendResult, Transport
 from mailroom.outbound.hooks import AFTER_SENT
 from mailroom.outbound.lanes import LANES
@@ -385,6 +386,8 @@ class Sender:
                 continue
             run.handed += 1
             pending = (started, self._hand_over(started, paced, run))
+            outcome = pending[1]
+            catalogue.handoff(claim.lane, sent=outcome.sent, failed=outcome.reason is not None)
         if pending is not None:
             with self.store.session() as session:
                 sent = self._write(session, *pending)

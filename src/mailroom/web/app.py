@@ -1,7 +1,10 @@
 """The HTTP application: ``/health``, sign-in, the signed-in user's mail, and JMAP.
 
 =============================  ==============================================
-``GET  /health``               open: the store answers (leaks nothing)
+``GET  /health``               open: the process answers (liveness, no store access)
+``GET  /ready``                open: database, Redis and schema ready, else 503
+``GET  /metrics``              Prometheus text format, for the scrapers that
+                               ``mailroom.metrics.access`` lets in (403 for others)
 ``GET  /signin``               the sign-in form; ``POST /signin`` signs in
 ``POST /signout``              ends this browser's session
 ``GET  /``                     the Inbox (``?tab=``), ``/mail/{box}`` the other
@@ -33,6 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -40,6 +44,7 @@ from mailroom.config import Settings
 from mailroom.jmap.app import JmapConfig, jmap_routes
 from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
 from mailroom.jmap.push_delivery import delivery_lifespan
+from mailroom.metrics.endpoint import HttpMetrics, metrics
 from mailroom.store.engine import Store
 from mailroom.web.pages import accounts, admin
 from mailroom.web.pages import settings as settings_pages
@@ -47,7 +52,7 @@ from mailroom.web.pages.actions import act, undo
 from mailroom.web.pages.common import WebContext
 from mailroom.web.pages.compose import compose_page, compose_post, sent_page, undo_send
 from mailroom.web.pages.drafts import open_draft
-from mailroom.web.pages.health import health
+from mailroom.web.pages.health import health, ready
 from mailroom.web.pages.live import session_user, sidebar
 from mailroom.web.pages.mailbox import box, inbox, label
 from mailroom.web.pages.search import search
@@ -83,6 +88,8 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
+            Route("/ready", ready, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             Route("/signin", signin_form, methods=["GET"]),
             Route("/signin", signin, methods=["POST"]),
             Route("/signout", signout, methods=["POST"]),
@@ -110,6 +117,7 @@ def create_app(
             *jmap_routes(store, jmap, auth, cookie_user=session_user),
         ],
         lifespan=delivery_lifespan(store, jmap or JmapConfig()),
+        middleware=[Middleware(HttpMetrics)],  # HTTP answers by status, for /metrics
     )
     app.state.settings = settings  # the accounts and admin pages (None: the environment's)
     app.state.web = WebContext(

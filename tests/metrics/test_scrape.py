@@ -1,0 +1,91 @@
+"""/metrics of the whole application over real HTTP, read by prometheus-client's parser."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mailroom.config import Settings
+from mailroom.jobs.runtime import Runtime
+from mailroom.store.engine import Store
+from mailroom.web.app import create_app
+from tests.jmap.conftest import serve
+from tests.metrics.scraping import scrape, value, wait_for
+from tests.web.conftest import PASSWORD, add_user
+
+ECHO = {"using": ["urn:ietf:params:jmap:core"], "methodCalls": [["Core/echo", {"a": 1}, "c0"]]}
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Embedded settings: the queues in a private data dir."""
+    return Settings(data_dir=tmp_path / "data")
+
+
+@pytest.fixture
+def runtime(store: Store, settings: Settings) -> Iterator[Runtime]:
+    """The engine of the served process, with a consumer for the ``ingest`` queue only."""
+    engine = Runtime(store, settings)
+    engine.start_consumers(("ingest",))
+    yield engine
+    engine.stop()
+
+
+@pytest.fixture
+def base(store: Store, settings: Settings, runtime: Runtime) -> Iterator[str]:
+    """The application (pages, JMAP, /metrics) over http on a free loopback port."""
+    yield from serve(create_app(store, settings=settings))
+
+
+def test_scrape_parses_and_moves_with_a_job_and_a_jmap_call(
+    store: Store, runtime: Runtime, base: str
+) -> None:
+    """A job run and a JMAP call each move their series between two parsed scrapes."""
+    add_user(store, "alice")
+    before = scrape(f"{base}/metrics")
+    job = ("mailroom_jobs_total", {"queue": "ingest", "task": "wake_snoozed"})
+    call = ("mailroom_jmap_call_seconds_count", {"method": "Core/echo"})
+
+    runtime.jobs.wake_snoozed()
+    answer = httpx.post(f"{base}/jmap/api", json=ECHO, auth=("alice", PASSWORD), timeout=30)
+    assert answer.status_code == 200, answer.text
+    wait_for(
+        lambda: (
+            value(scrape(f"{base}/metrics"), job[0], outcome="done", **job[1])
+            > value(before, job[0], outcome="done", **job[1])
+        )
+    )
+    after = scrape(f"{base}/metrics")
+    assert value(after, call[0], **call[1]) == value(before, call[0], **call[1]) + 1
+    assert value(after, "mailroom_http_responses_total", part="jmap", code="200") > value(
+        before, "mailroom_http_responses_total", part="jmap", code="200"
+    )
+    assert value(after, "mailroom_job_wait_seconds_count", queue="ingest") > value(
+        before, "mailroom_job_wait_seconds_count", queue="ingest"
+    )
+
+
+def test_store_view_reports_queues_and_accounts_without_user_data(
+    store: Store, runtime: Runtime, base: str
+) -> None:
+    """A job nobody consumes shows as depth 1 with an age; accounts count by status; no names."""
+    add_user(store, "alice-the-private")
+    runtime.jobs.follow_up["enrich_backlog"]([1])  # no consumer for this queue here
+    samples = scrape(f"{base}/metrics")
+    assert value(samples, "mailroom_queue_depth", queue="enrich_backlog") == 1
+    age = value(samples, "mailroom_queue_oldest_job_age_seconds", queue="enrich_backlog")
+    assert 0 <= age < 600
+    assert value(samples, "mailroom_queue_depth", queue="ingest_backlog") == 0
+    for part in ("queues", "accounts", "outbound"):
+        assert value(samples, "mailroom_collector_up", part=part) == 1
+    assert ("mailroom_accounts", frozenset({("status", "active")})) in samples
+    assert (
+        "mailroom_outbound_submissions",
+        frozenset({("lane", "calm"), ("state", "queued")}),
+    ) in samples
+    assert value(samples, "process_resident_memory_bytes") > 0
+    text = httpx.get(f"{base}/metrics", timeout=30).text
+    assert "alice-the-private" not in text
