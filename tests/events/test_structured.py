@@ -117,8 +117,8 @@ def test_hostile_html_gives_no_event_and_never_raises(html: str) -> None:
 def test_script_in_a_summary_stays_text() -> None:
     """Markup inside a JSON-LD name is kept as text (the feed and pages escape it)."""
     html = (
-        '<script type="application/ld+json">{"@type": "Event", "name": "<img src=x onerror=alert(1)>",'
-        ' "startDate": "2027-01-01T10:00:00Z"}</script>'
+        '<script type="application/ld+json">{"@type": "Event",'
+        ' "name": "<img src=x onerror=alert(1)>", "startDate": "2027-01-01T10:00:00Z"}</script>'
     )
     (event,) = events_of(html)
     assert event.summary == "<img src=x onerror=alert(1)>"

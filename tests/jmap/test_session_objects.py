@@ -11,6 +11,7 @@ SUBMISSION = "urn:ietf:params:jmap:submission"
 VACATION = "urn:ietf:params:jmap:vacationresponse"
 WEBSOCKET = "urn:ietf:params:jmap:websocket"
 TABS = "urn:mailroom:jmap:tabs"
+EVENTS = "urn:mailroom:jmap:events"
 
 
 def test_capabilities_account_capabilities_and_primary_accounts(
@@ -18,7 +19,15 @@ def test_capabilities_account_capabilities_and_primary_accounts(
 ) -> None:
     """Every capability is in `capabilities`; only account capabilities are primary."""
     session = client.session
-    assert set(session["capabilities"]) == {CORE, MAIL, SUBMISSION, VACATION, WEBSOCKET, TABS}
+    assert set(session["capabilities"]) == {
+        CORE,
+        MAIL,
+        SUBMISSION,
+        VACATION,
+        WEBSOCKET,
+        TABS,
+        EVENTS,
+    }
     account = session["accounts"][alice.jmap_account]["accountCapabilities"]
     assert set(account) == {MAIL, SUBMISSION, VACATION}
     assert session["primaryAccounts"] == {c: alice.jmap_account for c in account}

@@ -1,4 +1,4 @@
-"""``mailroom backfill categories``: recompute correspondents, categories and tabs."""
+"""``mailroom backfill categories|events``: recompute tabs, or find events, from stored mail."""
 
 from __future__ import annotations
 
@@ -32,3 +32,21 @@ def categories_command(app: AppContext, owner: str) -> None:
         f"{done.messages} messages checked, {done.changed_messages} changed category; "
         f"{len(done.changed_threads)} conversations changed tab."
     )
+
+
+@backfill_group.command("events")
+@click.option("--owner", default=DEFAULT_OWNER, show_default=True, help="Whose mail to read.")
+@pass_app
+@plain_errors
+def events_command(app: AppContext, owner: str) -> None:
+    """Find the events (flights, stays, tickets, parcels) in mail stored before.
+
+    New mail is read as it arrives; this reads what is already stored. Running it
+    again adds nothing twice.
+    """
+    from mailroom.events.extract import backfill_events
+
+    with app.existing_store.session() as session:
+        user_id = get_user(session, owner).id
+    result = backfill_events(app.existing_store, user_id)
+    click.echo(f"{result.messages} messages with structured data read; {result.events} new events.")

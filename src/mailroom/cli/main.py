@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "rules": "mailroom.cli.rules:rules_group",
     "categories": "mailroom.cli.categories:categories_group",
     "backfill": "mailroom.cli.backfill:backfill_group",
+    "calendar": "mailroom.cli.calendar:calendar_group",
     "user": "mailroom.cli.users:user_group",
     "token": "mailroom.cli.users:token_group",
     "account": "mailroom.cli.accounts:account_group",

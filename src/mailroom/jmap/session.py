@@ -30,10 +30,18 @@ from mailroom.jmap.comparators import COLLATIONS
 from mailroom.jmap.dispatcher import Limits
 from mailroom.jmap.email_form import MAX_SIZE_ATTACHMENTS_PER_EMAIL
 from mailroom.jmap.emailquery import SORT_PROPERTIES
-from mailroom.jmap.methods.common import CORE, MAIL, SUBMISSION, TABS, VACATION, WEBSOCKET
+from mailroom.jmap.methods.common import (
+    CORE,
+    EVENTS,
+    MAIL,
+    SUBMISSION,
+    TABS,
+    VACATION,
+    WEBSOCKET,
+)
 from mailroom.jmap.submission_policy import FUTURERELEASE, SubmissionPolicy, submission_capability
 
-CAPABILITIES = frozenset({CORE, MAIL, SUBMISSION, VACATION, WEBSOCKET, TABS})
+CAPABILITIES = frozenset({CORE, MAIL, SUBMISSION, VACATION, WEBSOCKET, TABS, EVENTS})
 WEBSOCKET_PATH = "/jmap/ws"
 
 
@@ -78,6 +86,7 @@ def server_capabilities(limits: Limits, base: str) -> dict[str, Any]:
         VACATION: {},
         WEBSOCKET: {"url": websocket, "supportsPush": True},
         TABS: {"categories": list(CATEGORIES), "filterProperty": "category"},
+        EVENTS: {"emailProperty": "events"},
     }
 
 

@@ -20,6 +20,8 @@
                                (``web.pages.live``; the push stream takes the cookie)
 ``/accounts``, ``/settings``   accounts, settings and, for operators, ``/admin``
                                (``web.pages.accounts``, ``settings``, ``admin``)
+``GET  /calendar/{token}.ics``  open, the token is the secret: the events feed
+                               (``web.pages.calendar``; its address in the settings)
 ``/static/...``                scripts, styles and the vendored htmx (open)
 ``/.well-known/jmap``, ``/jmap/...``  JMAP (``mailroom.jmap.app``)
 =============================  ==============================================
@@ -47,6 +49,7 @@ from mailroom.jmap.push_delivery import delivery_lifespan
 from mailroom.metrics.endpoint import HttpMetrics, metrics
 from mailroom.store.engine import Store
 from mailroom.web.pages import accounts, admin
+from mailroom.web.pages import calendar as calendar_pages
 from mailroom.web.pages import settings as settings_pages
 from mailroom.web.pages.actions import act, undo
 from mailroom.web.pages.common import WebContext
@@ -112,6 +115,7 @@ def create_app(
             Route("/fragments/sidebar", sidebar, methods=["GET"]),
             *accounts.ROUTES,
             *settings_pages.ROUTES,
+            *calendar_pages.ROUTES,
             *admin.ROUTES,
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
             *jmap_routes(store, jmap, auth, cookie_user=session_user),

@@ -17,6 +17,7 @@ MAIL = "urn:ietf:params:jmap:mail"
 CORE = "urn:ietf:params:jmap:core"
 SUBMISSION = "urn:ietf:params:jmap:submission"
 TABS = "urn:mailroom:jmap:tabs"
+EVENTS = "urn:mailroom:jmap:events"  # the Email property `events` (mailroom.events)
 VACATION = "urn:ietf:params:jmap:vacationresponse"
 WEBSOCKET = "urn:ietf:params:jmap:websocket"
 

@@ -14,6 +14,7 @@ from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.errors import MethodError
 from mailroom.jmap.header_forms import header_property
 from mailroom.jmap.methods.common import (
+    EVENTS,
     TABS,
     boolean,
     get_response,
@@ -34,7 +35,9 @@ def email_get(context: Context, session: Session, args: dict[str, Any]) -> dict[
     """Email/get."""
     user_id = context.check_account(args)
     tabs = TABS in context.using
+    events = EVENTS in context.using  # `events` is asked for by name, never a default
     known = PROPERTIES | (TAB_PROPERTIES if tabs else frozenset())
+    known |= frozenset({"events"}) if events else frozenset()
     properties = requested_properties(args, known, DEFAULT_PROPERTIES)
     body_properties = requested_properties(
         args, BODY_PROPERTIES, DEFAULT_BODY_PROPERTIES, key="bodyProperties"
@@ -65,6 +68,11 @@ def email_get(context: Context, session: Session, args: dict[str, Any]) -> dict[
         fetch_all=boolean(args, "fetchAllBodyValues"),
         max_bytes=unsigned(args, "maxBodyValueBytes", 0),
     )
+    if "events" in properties:
+        from mailroom.events.email_events import email_events
+
+        for message_id, found_events in email_events(session, user_id, list(objects)).items():
+            objects[message_id]["events"] = found_events
     found, missing = [], []
     for value, mid in parsed.items():
         if mid is not None and mid in objects:

@@ -12,6 +12,7 @@
 ``POST /settings/rules/{id}/remove``      removes one
 ``POST /settings/tokens``                 creates a token, shown once on the answer
 ``POST /settings/tokens/{id}/revoke``     revokes one
+``/settings/calendar...``                 the events feed's address (``web.pages.calendar``)
 ========================================  =====================================
 
 Every POST carries the session's CSRF token. Rules are built and stored by
@@ -37,6 +38,7 @@ from mailroom.categories.correspondents import switched_off
 from mailroom.categories.recompute import recategorize
 from mailroom.categories.tabs import CATEGORIES, PRIMARY
 from mailroom.errors import NotFoundError, RuleError
+from mailroom.events.feed_tokens import feed_made_at
 from mailroom.jmap.auth import create_token, list_tokens, revoke_token
 from mailroom.rules import add_rule, list_rules, parse_rule, remove_rule
 from mailroom.rules.engine import condition_clauses
@@ -84,6 +86,7 @@ def _settings_page(request: Request, user: SignedIn, status: int = 200, **values
         off = switched_off(session, user.user_id)
         rules = list_rules(session, user.user_id)
         tokens = list_tokens(session, user.name)
+        calendar_since = feed_made_at(session, user.user_id)
     prefs = frame.owner.settings
     return render(
         frame,
@@ -97,6 +100,7 @@ def _settings_page(request: Request, user: SignedIn, status: int = 200, **values
         zones=zone_names(),
         rules=rules,
         tokens=tokens,
+        calendar_since=calendar_since,
         categories=CATEGORIES,
         admin=is_admin(request, user),
         rule_fields=values.pop("rule_fields", {}),
@@ -113,6 +117,7 @@ def settings_page(request: Request, user: SignedIn) -> Response:
         "rule-added": "The rule was added; it applies to mail that arrives from now on.",
         "rule-removed": "The rule was removed.",
         "token-revoked": "The token was revoked; it stops working at once.",
+        "calendar-off": "The calendar feed is off; its address no longer works.",
     }.get(request.query_params.get("done", ""))
     return _settings_page(request, user, notice=notice)
 
