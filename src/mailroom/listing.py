@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from mailroom.categories.tabs import CATEGORIES, PRIMARY
+from mailroom.categories.tabs import CATEGORIES, HELD, PRIMARY
 from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
 
 if TYPE_CHECKING:
@@ -364,7 +364,8 @@ def tab_unread(
         f"AND NOT threads.in_trash{account} GROUP BY threads.category",
         {"user": user, "inbox": inbox_id, **params},
     ):
-        counts[category if category in CATEGORIES else PRIMARY] += int(count)
+        if category != HELD:  # held for the assistant: in no tab yet
+            counts[category if category in CATEGORIES else PRIMARY] += int(count)
     return dict(counts)
 
 

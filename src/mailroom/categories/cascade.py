@@ -9,7 +9,9 @@ messages wrong:
 2. ``own_message`` — the owner's own mail: Primary. Then ``correction`` —
    the tab the owner moved this sender's (or, consistently, this domain's)
    mail to (``categories.learned``). Then ``correspondent`` — someone the
-   owner has written to: Primary, whatever bulk headers.
+   owner has written to: Primary, whatever bulk headers. Then ``assistant`` —
+   the model's verdict, for owners who let one sort their mail
+   (``mailroom.assistant``): below the answers that stand, above the rules.
 3. ``updates`` for a list server's own notice (a -owner or -request
    sender), then ``forums`` — list and group headers (List-Post, Mailing-List, Mailman,
    Google Groups, Discourse, GitHub/GitLab, a List-Id that is not an ESP's,
@@ -71,6 +73,7 @@ class CategoryFacts:
     text_body: str = ""
     html_body: str | None = None
     learned: LearnedTabs = NOTHING_LEARNED  # what the owner's tab corrections teach
+    assistant: tuple[str, str] | None = None  # the model's verdict: (tab, reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,8 @@ def _cascade(facts: CategoryFacts) -> CategoryDecision:
         return CategoryDecision(learned[0], "correction", learned[1])
     if sender and sender in facts.correspondents:
         return CategoryDecision(PRIMARY, "correspondent", f"you have written to {sender}")
+    if facts.assistant is not None:
+        return CategoryDecision(facts.assistant[0], "assistant", facts.assistant[1])
     for category, stage, detect in RULES:
         if found := detect(facts):
             return CategoryDecision(category, stage, found)

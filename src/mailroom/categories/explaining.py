@@ -157,7 +157,8 @@ def stored_facts(
         return {}
     listed, params = in_list("id", message_ids)
     rows = reader.rows(
-        "SELECT id, account_id, from_email, subject FROM messages "
+        "SELECT id, account_id, from_email, subject, assistant_category, assistant_reason "
+        "FROM messages "
         f"WHERE user_id + 0 = :user AND id IN {listed}",
         {"user": user_id, **params},
     )
@@ -183,10 +184,10 @@ def stored_facts(
         labels[message_id].add(label_id)
         if ref and ref.startswith("CATEGORY_"):
             provider[message_id].append(ref)
-    senders = {str(email).lower() for _, _, email, _ in rows if email}
+    senders = {str(row[2]).lower() for row in rows if row[2]}
     correspondents = _correspondents(reader, user_id, senders)
     facts: dict[int, CategoryFacts] = {}
-    for message_id, _account, from_email, subject in rows:
+    for message_id, _account, from_email, subject, verdict, reason in rows:
         sender = (from_email or "").lower()
         own = sender in context.addresses or (
             context.sent_label is not None and context.sent_label in labels[message_id]
@@ -203,6 +204,7 @@ def stored_facts(
             learned=context.learned,
             text_body=bodies.get(message_id, ("", None))[0],
             html_body=bodies.get(message_id, ("", None))[1],
+            assistant=(str(verdict), str(reason or "")) if verdict else None,
         )
     return facts
 

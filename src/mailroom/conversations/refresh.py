@@ -2,8 +2,9 @@
 
 ``message_count``, ``unread_count`` and labels are kept by triggers; the
 fields here are derived after each batch: last-message time and category
-from the newest message (unless the owner pinned the category), subject from
-the oldest message (the one the others reply to).
+from the newest message (unless the owner pinned the category; a message held
+for the assistant's verdict does not count), subject from the oldest message
+(the one the others reply to).
 
 A message's tab is its rule category when a rule of the owner filed it
 (``messages.rule_category``, never touched by recomputation), else its
@@ -20,12 +21,19 @@ from collections.abc import Sequence
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from mailroom.categories.tabs import HELD
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Thread
 
-_NEWEST_TAB = """(SELECT COALESCE(m.rule_category, m.category) FROM messages m
-                  WHERE m.thread_id = threads.id
-                  ORDER BY m.received_at DESC, m.id DESC LIMIT 1)"""
+# A message held for the assistant's verdict (mailroom.assistant.hold) does not count:
+# a reply held in an existing thread leaves it in its tab, and a thread of held
+# messages only is in the HELD "tab", which no tab query lists, until released.
+_HELD = "(m.category_held_at IS NOT NULL AND m.category_released_at IS NULL)"
+_NEWEST_TAB = f"""COALESCE((SELECT COALESCE(m.rule_category, m.category) FROM messages m
+                  WHERE m.thread_id = threads.id AND NOT {_HELD}
+                  ORDER BY m.received_at DESC, m.id DESC LIMIT 1),
+                 (SELECT '{HELD}' FROM messages m
+                  WHERE m.thread_id = threads.id AND {_HELD} LIMIT 1))"""
 
 _REFRESH = text(
     f"""

@@ -10,7 +10,9 @@ anything is categorized, so a reply in the same batch already counts),
 ``categorize``, ``thread`` (stages 1, 2 and 4 per message, a failure noted on
 the message and never costing the batch; then the subject rescue once for
 the batch). Then once per batch: ``rules`` (one query per rule, after
-threading so archive and trash reach whole conversations), ``flush``,
+threading so archive and trash reach whole conversations), ``hold`` (mail
+the assistant's verdict could still change waits for it in no tab),
+``wake_on_reply``, ``flush``,
 ``thread_changes`` (derived fields and one "updated" per touched thread),
 ``flush``.
 
@@ -300,6 +302,24 @@ class RulesStage:
         batch.touched_threads |= outcome.threads - batch.destroyed_threads
 
 
+class HoldStage:
+    """Hold new mail the assistant's verdict could still change (``assistant.hold``).
+
+    After the rules (a rule that files the mail decides it) and before the
+    threads' tabs are derived, which leave held messages out.
+    """
+
+    name = "hold"
+
+    def run(self, batch: Batch) -> None:
+        from mailroom.assistant.hold import hold_new_mail
+
+        candidates = [item.message_id for item in batch.messages if not batch.sent_by_owner(item)]
+        hold_new_mail(
+            batch.session, batch.user_id, batch.account_id, candidates, utcnow(), batch.switched_off
+        )
+
+
 class WakeOnReplyStage:
     """A reply from someone else arriving in a snoozed thread wakes it early."""
 
@@ -360,6 +380,7 @@ PIPELINE: list[Stage] = [
     CategorizeStage(),
     ThreadStage(),
     RulesStage(),
+    HoldStage(),
     WakeOnReplyStage(),
     FlushStage(),
     ThreadChangesStage(),

@@ -27,6 +27,16 @@ def account_finished_importing(session: Session, account_id: int) -> bool:
     return finished is not None
 
 
+def every_account_imported(session: Session, user_id: int) -> bool:
+    """True only when each of the user's accounts is known to have finished importing."""
+    waiting = session.scalar(
+        select(Account.id)
+        .where(Account.user_id == user_id, Account.import_finished_at.is_(None))
+        .limit(1)
+    )
+    return waiting is None
+
+
 def queue_for(finished_importing: bool, received_at: datetime, now: datetime | None = None) -> str:
     """The follow-up queue for one message."""
     if finished_importing:

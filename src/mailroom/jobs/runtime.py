@@ -31,9 +31,12 @@ from huey import Huey
 from huey.consumer import Consumer
 from sqlalchemy import select
 
+from mailroom.assistant.catchup import INTERVAL as CATCH_UP_INTERVAL
+from mailroom.assistant.config import AssistantConfig
 from mailroom.config import Settings
 from mailroom.events.extract import extract_events
 from mailroom.ingest import steps
+from mailroom.jobs.assistant import SWEEP_INTERVAL, AssistantJobs, AssistantStep
 from mailroom.jobs.leases import Leases, LocalLeases, RedisLeases
 from mailroom.jobs.queues import QUEUES, make_queues
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
@@ -52,6 +55,8 @@ log = logging.getLogger(__name__)
 
 # Longest wait of an idle propagate consumer before it looks at its queue again.
 PROPAGATE_POLL = 0.1
+# Queues polled that often too: a held message waits for its verdict's job and its release.
+FAST_POLL = ("propagate", "enrich_live", "release")
 
 
 class ThreadConsumer(Consumer):  # type: ignore[misc]
@@ -100,6 +105,7 @@ class Runtime:
     ) -> None:
         self.store = store
         self.settings = settings
+        AssistantConfig.from_settings(settings)  # a bad setting is refused before anything starts
         self.queues: dict[str, Huey] = make_queues(settings)
         self.leases: Leases = (
             RedisLeases(
@@ -120,6 +126,12 @@ class Runtime:
         # Filing sent mail, bounces and the vacation response (outbound.after_mail).
         self.after_mail = AfterMail(settings, clock=self.jobs.now).install()
         self.webhooks = WebhookJobs(store, self.queues, settings, self.jobs.now)
+        # The assistant (SPEC §9), when the operator configured a model: holding new
+        # mail, its questions and releasers (mailroom.jobs.assistant).
+        self.assistant: AssistantJobs | None = None
+        if settings.assistant.strip().lower() not in ("", "off"):
+            self.assistant = AssistantJobs(store, self.queues, settings, self.jobs.now).install()
+            steps.STEPS.append(AssistantStep(self.assistant))
         self.supervisor = Supervisor(
             store,
             watcher_for=self._watcher_for,
@@ -140,6 +152,11 @@ class Runtime:
                 Duty("deliver webhooks", WEBHOOK_INTERVAL, self.webhooks.request),
             ]
         )
+        if self.assistant is not None:
+            self.duties.duties += [
+                Duty("release held mail", SWEEP_INTERVAL, self.assistant.sweep),
+                Duty("assistant catch-up", CATCH_UP_INTERVAL, self.assistant.catch_up_duty),
+            ]
         self._consumers: list[ThreadConsumer] = []
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -165,7 +182,7 @@ class Runtime:
                 worker_type="thread",
                 periodic=False,
                 initial_delay=0.05,
-                max_delay=PROPAGATE_POLL if name == "propagate" else 1.0,
+                max_delay=PROPAGATE_POLL if name in FAST_POLL else 1.0,
                 backoff=1.5,
                 check_worker_health=False,
             )
@@ -204,7 +221,11 @@ class Runtime:
         for consumer in self._consumers:
             consumer.stop(graceful=True)
         self._consumers.clear()
-        steps.STEPS[:] = [s for s in steps.STEPS if not isinstance(s, FollowUpStep)]
+        steps.STEPS[:] = [
+            s for s in steps.STEPS if not isinstance(s, (FollowUpStep, AssistantStep))
+        ]
+        if self.assistant is not None:
+            self.assistant.uninstall()
         if extract_events in ENRICHERS:
             ENRICHERS.remove(extract_events)
         if self._waker in propagation.WAKERS:

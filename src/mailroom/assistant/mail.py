@@ -1,0 +1,46 @@
+"""Loading the stored facts a model sees (:class:`~mailroom.assistant.base.MailFacts`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from mailroom.assistant.base import MailFacts
+from mailroom.categories.explaining import first_headers
+from mailroom.store.chunks import in_chunks
+from mailroom.store.models import Message, MessageBody
+
+TEXT_CHARS = 2000  # of the body: enough to tell a newsletter from a note, and a bounded prompt
+
+
+def load_mail(session: Session, message_ids: Sequence[int]) -> dict[int, MailFacts]:
+    """The facts of these stored messages, by id (messages that are gone are left out)."""
+    found: dict[int, MailFacts] = {}
+    for chunk in in_chunks(sorted(set(message_ids))):
+        rows = session.execute(
+            select(
+                Message.id,
+                Message.user_id,
+                Message.from_name,
+                Message.from_email,
+                Message.subject,
+                Message.preview,
+                MessageBody.text_body,
+                MessageBody.headers,
+            )
+            .outerjoin(MessageBody, MessageBody.message_id == Message.id)
+            .where(Message.id.in_(chunk))
+        )
+        for row in rows:
+            found[row.id] = MailFacts(
+                message_id=row.id,
+                user_id=row.user_id,
+                from_name=row.from_name or "",
+                from_email=row.from_email or "",
+                subject=row.subject or "",
+                text=(row.text_body or row.preview or "")[:TEXT_CHARS],
+                headers=first_headers(row.headers or []),
+            )
+    return found
