@@ -59,3 +59,19 @@ def test_ingest_step_enqueues_and_the_follow_up_job_extracts(store: Store, tmp_p
         runtime.stop()
     assert ran == 1
     assert event_count(store) == 2
+
+
+def test_backfill_command_reports_what_it_found(store: Store) -> None:
+    """`mailroom backfill events` stores the events of stored mail, then finds nothing new."""
+    from click.testing import CliRunner
+
+    from mailroom.cli.main import cli
+
+    store_samples(store)
+    url = store.engine.url.render_as_string(hide_password=False)
+    where = ["--data-dir", str(store.data_dir)] if store.data_dir else []
+    args = [*where, "--database-url", url, "backfill", "events", "--owner", "me"]
+    first = CliRunner().invoke(cli, args, catch_exceptions=False)
+    again = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert first.output.strip() == "4 messages with structured data read; 5 new events."
+    assert again.output.strip() == "4 messages with structured data read; 0 new events."
