@@ -1,6 +1,7 @@
 """Tab accuracy: sort the labelled development set through the real ingest path and score it.
 
     python bench/tabs_accuracy.py [--manifest bench/devset/manifest.tsv] [--split all|tune|heldout]
+                                  [--model cascade|offline]
 
 Every message of the manifest is stored, as one owner's new inbox mail, into
 a fresh migrated SQLite store with ``mailroom.ingest.store_batch`` — the
@@ -29,7 +30,7 @@ from mailroom.categories.tabs import CATEGORIES
 from mailroom.ingest import IncomingMessage, store_batch
 from mailroom.labels.resolver import ensure_system_labels
 from mailroom.owners import get_or_create_account, get_or_create_user
-from mailroom.store.engine import open_store
+from mailroom.store.engine import Store, open_store
 from mailroom.store.models import Message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,12 +59,8 @@ def read_manifest(path: Path) -> list[Labelled]:
     return found
 
 
-def sort_through_pipeline(items: list[Labelled], workdir: Path) -> dict[str, tuple[str, str]]:
-    """Ingest the messages into a fresh store: path → (stored tab, explain's sentence).
-
-    Exits with an error when ``explain``, recomputing from stored data, does not
-    come to the tab the ingest stage stored: the two must never disagree.
-    """
+def ingest(items: list[Labelled], workdir: Path) -> tuple[Store, int]:
+    """A fresh store holding the messages as one owner's new inbox mail; (store, user id)."""
     store = open_store(f"sqlite:///{workdir / 'tabs.db'}", workdir)
     with store.session() as session:
         user = get_or_create_user(session, "sam")
@@ -75,6 +72,16 @@ def sort_through_pipeline(items: list[Labelled], workdir: Path) -> dict[str, tup
         ]
         store_batch(session, account.id, user.id, batch)
         user_id = user.id
+    return store, user_id
+
+
+def sort_through_pipeline(items: list[Labelled], workdir: Path) -> dict[str, tuple[str, str]]:
+    """Ingest the messages into a fresh store: path → (stored tab, explain's sentence).
+
+    Exits with an error when ``explain``, recomputing from stored data, does not
+    come to the tab the ingest stage stored: the two must never disagree.
+    """
+    store, user_id = ingest(items, workdir)
     result: dict[str, tuple[str, str]] = {}
     with store.session() as session:
         rows = session.execute(select(Message.id, Message.provider_id, Message.category)).all()
@@ -123,8 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--manifest", type=Path, default=ROOT / "bench/devset/manifest.tsv")
     parser.add_argument("--split", choices=("all", "tune", "heldout"), default="all")
+    parser.add_argument(
+        "--model",
+        choices=("cascade", "offline"),
+        default="cascade",
+        help="score the rule cascade, or the offline assistant (bench/assistant_accuracy.py)",
+    )
     args = parser.parse_args(argv)
     items = read_manifest(args.manifest)
+    if args.model == "offline":
+        from assistant_accuracy import score_offline
+
+        return score_offline(items)
     with tempfile.TemporaryDirectory(prefix="tabs-accuracy-") as workdir:
         sorted_ = sort_through_pipeline(items, Path(workdir))
     splits = ("tune", "heldout") if args.split == "all" else (args.split,)

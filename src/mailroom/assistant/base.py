@@ -28,6 +28,8 @@ class MailFacts:
     subject: str
     text: str  # the start of the plain-text body (or the preview)
     headers: Mapping[str, str] = field(default_factory=dict)  # lower-case name -> first value
+    cascade: str = ""  # the rule cascade's tab for it (stored at ingest)
+    stage: str = ""  # and the cascade stage that decided it
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,8 @@ def load_mail(session: Session, message_ids: Sequence[int]) -> dict[int, MailFac
                 Message.from_email,
                 Message.subject,
                 Message.preview,
+                Message.category,
+                Message.category_stage,
                 MessageBody.text_body,
                 MessageBody.headers,
             )
@@ -42,5 +44,7 @@ def load_mail(session: Session, message_ids: Sequence[int]) -> dict[int, MailFac
                 subject=row.subject or "",
                 text=(row.text_body or row.preview or "")[:TEXT_CHARS],
                 headers=first_headers(row.headers or []),
+                cascade=row.category or "",
+                stage=row.category_stage or "",
             )
     return found

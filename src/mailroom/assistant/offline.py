@@ -11,9 +11,10 @@ regression (:mod:`.linear`) is trained on the mail whose tab is known well:
   correspondent, and the forum, social, updates and promotions rules — but
   never the ``default`` guess nor an earlier verdict of the assistant itself.
 
-Too little to learn from (fewer than :data:`MIN_EXAMPLES` messages or only
-one tab) is no verdict. A model is retrained after :data:`RETRAIN_AFTER`, so
-new corrections count within minutes.
+Too little to learn from (fewer than :data:`MIN_EXAMPLES` messages, or no
+Primary mail among them: a model that cannot say Primary would move every
+person's mail the rules left in Primary) is no verdict. A model is retrained
+after :data:`RETRAIN_AFTER`, so new corrections count within minutes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mailroom.assistant.embedding import MiniLM
 from mailroom.assistant.linear import LinearModel, train
 from mailroom.assistant.mail import load_mail
 from mailroom.categories.learned import corrections_of
+from mailroom.categories.tabs import CATEGORIES, PRIMARY
 from mailroom.store.engine import Store
 from mailroom.store.models import Message, User
 
@@ -69,7 +71,11 @@ def text_of(mail: MailFacts) -> str:
 
 
 def signs_of(mail: MailFacts) -> list[float]:
-    """Bulk-mail signs from the stored headers, as 0/1 features."""
+    """Bulk-mail signs from the stored headers and the cascade's tab, as 0/1 features.
+
+    The cascade's tab is one of them: where the owner agrees with the rules the
+    model learns to follow them, and where the owner corrected them, not to.
+    """
     headers = mail.headers
     local = mail.from_email.partition("@")[0].lower()
     precedence = headers.get("precedence", "").lower()
@@ -80,6 +86,8 @@ def signs_of(mail: MailFacts) -> list[float]:
         float(headers.get("auto-submitted", "no").lower() != "no"),
         float(any(word in local for word in _ROLE_WORDS)),
         float(any(name in headers for name in _ESP_HEADERS)),
+        float(mail.stage == "default"),
+        *(float(mail.cascade == tab) for tab in CATEGORIES),
     ]
 
 
@@ -143,7 +151,8 @@ class OfflineClassifier:
 
     def fit(self, examples: Sequence[tuple[MailFacts, str]]) -> LinearModel | None:
         """A model from labelled messages (None when there is too little to learn from)."""
-        if len(examples) < MIN_EXAMPLES or len({tab for _, tab in examples}) < 2:
+        tabs = {tab for _, tab in examples}
+        if len(examples) < MIN_EXAMPLES or len(tabs) < 2 or PRIMARY not in tabs:
             return None
         return train(self.features([mail for mail, _ in examples]), [tab for _, tab in examples])
 
