@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,30 @@ def test_help_summaries_read_from_the_source_are_the_commands_own() -> None:
         for limit in (30, 45, 200):
             assert stand_in.get_short_help_str(limit) == real.get_short_help_str(limit), name
     assert from_source > len(COMMANDS) / 2
+
+
+def test_webhooks_outbound_stats_and_gmail_skipped_load_no_heavy_module(data_dir: Path) -> None:
+    """The operator's other lists read with plain SQL too: no SQLAlchemy, ORM or provider."""
+    with sqlite3.connect(data_dir / "mailroom.sqlite3") as db:
+        db.execute(
+            "INSERT INTO webhook_endpoints (user_id, url, events, active, created_at) "
+            "VALUES (1, 'https://hooks.example.org/in', '[\"messageNew\"]', 1, '2026-12-01')"
+        )
+        db.execute(
+            "INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, state, "
+            "attempts, next_attempt_at, last_code, last_error, created_at) VALUES (1, 'e1', "
+            "'messageNew', '{}', 'dead', 10, '2026-12-01', 503, 'busy', '2026-12-01')"
+        )
+    endpoints = run(data_dir, "webhooks", "list", "--owner", "me")
+    assert endpoints.stdout == "1  me  https://hooks.example.org/in  (messageNew; active)\n"
+    dead = run(data_dir, "webhooks", "dead", "--json")
+    assert json.loads(dead.stdout)["lastError"] == "busy"
+    stats = run(data_dir, "outbound", "stats", "--json")
+    assert json.loads(stats.stdout)["direct"] == dict.fromkeys(
+        ("queued", "deferred", "sending", "sent", "failed"), 0
+    )
+    skipped = run(data_dir, "gmail", "skipped")
+    assert skipped.stdout == "'me' has no Gmail accounts.\n"
+    for done in (endpoints, dead, stats, skipped):
+        assert done.returncode == 0, done.stderr
+        assert loaded(done) == set()

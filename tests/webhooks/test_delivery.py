@@ -12,7 +12,8 @@ from sqlalchemy import select
 from mailroom.store.engine import Store
 from mailroom.store.models import WebhookDelivery, WebhookEndpoint
 from mailroom.webhooks import signing
-from mailroom.webhooks.deliveries import LEASE, MAX_ATTEMPTS, claim_due, dead_list, replay
+from mailroom.webhooks.deliveries import LEASE, MAX_ATTEMPTS, claim_due, replay
+from mailroom.webhooks.listing import dead_list
 from mailroom.webhooks.worker import WebhookWorker
 from tests.webhooks.support import (
     Clock,

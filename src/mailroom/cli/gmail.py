@@ -14,22 +14,18 @@ from datetime import datetime
 from typing import Any
 
 import click
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from mailroom.cli.context import AppContext, format_option, pass_app, plain_errors
+from mailroom.config import DEFAULT_OWNER
 from mailroom.errors import NotFoundError
-from mailroom.owners import DEFAULT_OWNER, get_account, get_user
-from mailroom.providers.gmail.skipped import (
-    CHAT,
-    NOT_FOUND,
-    SkippedRecord,
-    forget_skipped,
-    list_skipped,
-)
-from mailroom.store.models import Account
+from mailroom.providers.gmail.skipped_listing import CHAT, NOT_FOUND, SkippedRecord, list_skipped
+from mailroom.reading import user_id
+from mailroom.store.reader import Reader
 
 __all__ = ["gmail_group"]
+
+# The listing reads with plain SQL (providers.gmail.skipped_listing), as the other read
+# commands do; only --forget, which deletes rows, opens the store through SQLAlchemy.
 
 GMAIL = "gmail"  # the provider name of Gmail API accounts
 KIND_TITLES = {CHAT: "Chats", NOT_FOUND: "Listed but not found (404)"}
@@ -42,23 +38,28 @@ def gmail_group() -> None:
     """Gmail accounts: what the Gmail API listed and mailroom could not store."""
 
 
-def _gmail_accounts(session: Session, owner: str, name: str | None) -> list[Account]:
-    """The named Gmail account of ``owner``, or all of them; plain errors otherwise."""
-    if name is not None:
-        account = get_account(session, owner, name)
-        if account.provider != GMAIL:
-            raise NotFoundError(
-                f"The account {name!r} is not a Gmail account (its provider is {account.provider})."
-            )
-        return [account]
-    user = get_user(session, owner)
-    return list(
-        session.scalars(
-            select(Account)
-            .where(Account.user_id == user.id, Account.provider == GMAIL)
-            .order_by(Account.name)
+def _gmail_accounts(reader: Reader, owner: str, name: str | None) -> dict[int, str]:
+    """Id -> name of the named Gmail account of ``owner``, or of all of them; plain errors."""
+    user = user_id(reader, owner)
+    if name is None:
+        rows = reader.rows(
+            "SELECT id, name FROM accounts WHERE user_id = :user AND provider = :gmail "
+            "ORDER BY name",
+            {"user": user, "gmail": GMAIL},
         )
+        return {account_id: account_name for account_id, account_name in rows}
+    found = reader.rows(
+        "SELECT id, provider FROM accounts WHERE user_id = :user AND name = :name",
+        {"user": user, "name": name},
     )
+    if not found:
+        raise NotFoundError(f"{owner!r} has no account called {name!r}.")
+    account_id, provider = found[0]
+    if provider != GMAIL:
+        raise NotFoundError(
+            f"The account {name!r} is not a Gmail account (its provider is {provider})."
+        )
+    return {account_id: name}
 
 
 def _stamp(moment: datetime) -> str:
@@ -132,22 +133,23 @@ def skipped_command(
     """List the messages Gmail listed but mailroom could not store, grouped by kind."""
     if forget and account is None:
         raise click.UsageError("Name the account whose skipped messages to forget.")
-    with app.existing_store.session() as session:
-        accounts = _gmail_accounts(session, owner, account)
-        names = {a.id: a.name for a in accounts}
-        if forget:
-            forgotten = forget_skipped(session, accounts[0].id)
-            if output == "json":
-                click.echo(json.dumps({"account": account, "forgotten": forgotten}))
-            else:
-                click.echo(f"Forgot {forgotten} skipped messages of {account!r}.")
-            return
-        records = list_skipped(session, list(names))
+    names = _gmail_accounts(app.reader, owner, account)
+    if forget:
+        from mailroom.providers.gmail.skipped import forget_skipped
+
+        with app.existing_store.session() as session:
+            forgotten = forget_skipped(session, next(iter(names)))
+        if output == "json":
+            click.echo(json.dumps({"account": account, "forgotten": forgotten}))
+        else:
+            click.echo(f"Forgot {forgotten} skipped messages of {account!r}.")
+        return
+    records = list_skipped(app.reader, list(names))
     if output == "json":
         rows = [_as_json(record, names[record.account_id]) for record in records]
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    if not accounts:
+    if not names:
         click.echo(f"{owner!r} has no Gmail accounts.")
         return
     if not records:

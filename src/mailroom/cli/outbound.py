@@ -89,8 +89,7 @@ def stats_command(app: AppContext, as_json: bool) -> None:
     """Per lane: mail queued (of it deferred), being handed over, sent and failed."""
     from mailroom.outbound.failures import STAT_COLUMNS, lane_stats
 
-    with app.existing_store.session() as session:
-        stats = lane_stats(session)
+    stats = lane_stats(app.reader)
     if as_json:
         echo_json(stats)
         return

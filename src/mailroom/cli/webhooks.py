@@ -29,10 +29,9 @@ def webhooks_group() -> None:
 def _user_id(app: AppContext, owner: str | None) -> int | None:
     if owner is None:
         return None
-    from mailroom.owners import get_user
+    from mailroom.reading import user_id
 
-    with app.existing_store.session() as session:
-        return get_user(session, owner).id
+    return user_id(app.reader, owner)
 
 
 class _Shown(Protocol):
@@ -86,11 +85,9 @@ def add_command(app: AppContext, url: str, events: str, owner: str) -> None:
 @plain_errors
 def list_command(app: AppContext, owner: str | None, as_json: bool) -> None:
     """List the endpoints (never their secrets)."""
-    from mailroom.webhooks.endpoints import EndpointInfo, list_endpoints
+    from mailroom.webhooks.listing import EndpointInfo, list_endpoints
 
-    user_id = _user_id(app, owner)
-    with app.existing_store.session() as session:
-        endpoints = list_endpoints(session, user_id)
+    endpoints = list_endpoints(app.reader, _user_id(app, owner))
 
     def line(endpoint: EndpointInfo) -> str:
         state = "active" if endpoint.active else f"disabled: {endpoint.disabled_reason}"
@@ -134,11 +131,9 @@ def enable_command(app: AppContext, endpoint_id: int) -> None:
 @plain_errors
 def dead_command(app: AppContext, owner: str | None, as_json: bool) -> None:
     """List the deliveries that gave up, with the last answer."""
-    from mailroom.webhooks.deliveries import DeadEntry, dead_list
+    from mailroom.webhooks.listing import DeadEntry, dead_list
 
-    user_id = _user_id(app, owner)
-    with app.existing_store.session() as session:
-        entries = dead_list(session, user_id)
+    entries = dead_list(app.reader, _user_id(app, owner))
 
     def line(entry: DeadEntry) -> str:
         answer = f"HTTP {entry.last_code}" if entry.last_code is not None else "no answer"

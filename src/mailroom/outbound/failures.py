@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mailroom.outbound.lanes import LANES
+from mailroom.outbound.lanes import LANES, WAITING
 from mailroom.store.reader import Reader, as_reader, json_value, stamp
 
 if TYPE_CHECKING:
@@ -96,28 +96,22 @@ def failed_list(source: Reader | Session, *, limit: int | None = None) -> list[F
     return entries
 
 
-def lane_stats(session: Session) -> dict[str, dict[str, int]]:
-    """Per lane: how many submissions are queued, deferred, sending, sent and failed."""
-    from sqlalchemy import case, func, or_, select
+def lane_stats(source: Reader | Session) -> dict[str, dict[str, int]]:
+    """Per lane: how many submissions are queued, deferred, sending, sent and failed.
 
-    from mailroom.outbound.queueing import WAITING
-    from mailroom.store.models import Submission
-
+    Plain SQL, as :func:`failed_list`: ``mailroom outbound stats`` starts without SQLAlchemy.
+    """
     stats = {lane: dict.fromkeys(STAT_COLUMNS, 0) for lane in LANES}
-    put_back = or_(Submission.deferrals > 0, Submission.attempts > 0)
-    rows = session.execute(
-        select(
-            Submission.lane,
-            Submission.state,
-            func.count(),
-            func.sum(case((put_back, 1), else_=0)),
-        ).group_by(Submission.lane, Submission.state)
+    rows = as_reader(source).rows(
+        "SELECT lane, state, count(*), "
+        "sum(CASE WHEN deferrals > 0 OR attempts > 0 THEN 1 ELSE 0 END) "
+        "FROM submissions GROUP BY lane, state"
     )
-    for lane, state, count, deferred in rows:
+    for lane, state, count, put_back in rows:
         figures = stats.setdefault(lane, dict.fromkeys(STAT_COLUMNS, 0))
         if state in WAITING:
             figures["queued"] += count
-            figures["deferred"] += int(deferred or 0)
+            figures["deferred"] += int(put_back or 0)
         elif state in figures:
             figures[state] += count
     return stats

@@ -26,12 +26,14 @@ from typing import Final
 
 from mailroom.errors import ConfigError
 
-__all__ = ["CALM", "DIRECT", "LANES", "URGENT", "lane_for"]
+__all__ = ["CALM", "DIRECT", "LANES", "URGENT", "WAITING", "lane_for"]
 
 URGENT: Final = "urgent"
 CALM: Final = "calm"
 DIRECT: Final = "direct"
 LANES: Final = (URGENT, CALM, DIRECT)
+# The states of a submission waiting in its lane (``scheduled``: for a later send time).
+WAITING: Final = ("scheduled", "queued")
 
 
 def lane_for(kind: str | None, kinds: Mapping[str, str]) -> str:

@@ -41,7 +41,7 @@ from mailroom.outbound.envelope import (
     strip_bcc,
 )
 from mailroom.outbound.hooks import wake_after_commit
-from mailroom.outbound.lanes import LANES, lane_for
+from mailroom.outbound.lanes import LANES, WAITING, lane_for
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.changelog import record
 from mailroom.store.keys import id_key
@@ -49,6 +49,7 @@ from mailroom.store.models import Account, Blob, FailedSend, Submission, utcnow
 
 __all__ = [
     "CHANGE_TYPE",
+    "WAITING",
     "OutboundError",
     "cancel_submission",
     "queue_message",
@@ -57,7 +58,6 @@ __all__ = [
 ]
 
 CHANGE_TYPE = "EmailSubmission"
-WAITING = ("scheduled", "queued")
 
 
 def record_submission_change(

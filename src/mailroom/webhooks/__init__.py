@@ -10,10 +10,12 @@ The flow, one module per step::
 * :mod:`~mailroom.webhooks.signing` — ``Mailroom-Signature: v1=<hex HMAC-SHA256>``.
 * :mod:`~mailroom.webhooks.target` — which URLs may be endpoints (https; http only
   for allow-listed private hosts) through the SSRF guard.
-* :mod:`~mailroom.webhooks.endpoints` — adding, listing, removing endpoints; the
+* :mod:`~mailroom.webhooks.endpoints` — adding, enabling, removing endpoints; the
   secret shown once and stored sealed.
 * :mod:`~mailroom.webhooks.derive` — turning what is recorded durably into deliveries.
 * :mod:`~mailroom.webhooks.deliveries` — leases, retries with backoff, dead letters, replay.
+* :mod:`~mailroom.webhooks.listing` — the endpoints and dead letters the operator lists
+  (plain SQL, for the read commands).
 * :mod:`~mailroom.webhooks.worker` — one round: derive, claim, POST, settle.
 """
 

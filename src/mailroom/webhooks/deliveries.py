@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.errors import ConfigError, NotFoundError
 from mailroom.store.engine import Store
-from mailroom.store.models import User, WebhookDelivery, WebhookEndpoint
+from mailroom.store.models import WebhookDelivery, WebhookEndpoint
 from mailroom.webhooks.endpoints import get_endpoint
 from mailroom.webhooks.events import PING, Event
 
@@ -44,10 +44,8 @@ __all__ = [
     "MAX_ATTEMPTS",
     "MAX_DELAY",
     "Claim",
-    "DeadEntry",
     "backoff",
     "claim_due",
-    "dead_list",
     "make_ping",
     "replay",
     "replay_all_dead",
@@ -167,65 +165,6 @@ def settle(
                 .values(active=False, disabled_reason=values["last_error"])
             )
     return str(values.get("state", "pending"))
-
-
-@dataclass(frozen=True)
-class DeadEntry:
-    """One dead-lettered delivery, for the operator."""
-
-    id: int
-    endpoint_id: int
-    owner: str
-    url: str
-    event_id: str
-    event_type: str
-    attempts: int
-    last_code: int | None
-    last_error: str | None
-    created_at: datetime
-
-    def as_json(self) -> dict[str, Any]:
-        """The entry as a JSON object."""
-        return {
-            "id": self.id,
-            "endpointId": self.endpoint_id,
-            "owner": self.owner,
-            "url": self.url,
-            "eventId": self.event_id,
-            "type": self.event_type,
-            "attempts": self.attempts,
-            "lastCode": self.last_code,
-            "lastError": self.last_error,
-            "createdAt": self.created_at.isoformat(),
-        }
-
-
-def dead_list(session: Session, user_id: int | None = None) -> list[DeadEntry]:
-    """The dead-lettered deliveries (of one user when given), oldest first."""
-    query = (
-        select(WebhookDelivery, WebhookEndpoint.url, User.name)
-        .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
-        .join(User, User.id == WebhookEndpoint.user_id)
-        .where(WebhookDelivery.state == "dead")
-        .order_by(WebhookDelivery.id)
-    )
-    if user_id is not None:
-        query = query.where(WebhookEndpoint.user_id == user_id)
-    return [
-        DeadEntry(
-            id=row.id,
-            endpoint_id=row.endpoint_id,
-            owner=owner,
-            url=url,
-            event_id=row.event_id,
-            event_type=row.event_type,
-            attempts=row.attempts,
-            last_code=row.last_code,
-            last_error=row.last_error,
-            created_at=row.created_at,
-        )
-        for row, url, owner in session.execute(query)
-    ]
 
 
 _AGAIN = {"state": "pending", "attempts": 0, "lease_token": None, "leased_until": None}

@@ -11,9 +11,6 @@ the history.
 from __future__ import annotations
 
 import secrets as _random
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -21,47 +18,20 @@ from sqlalchemy.orm import Session
 from mailroom.config import Settings
 from mailroom.errors import NotFoundError
 from mailroom.secrets import SecretBox
-from mailroom.store.models import AccountEvent, Change, User, WebhookCursor, WebhookEndpoint
+from mailroom.store.models import AccountEvent, Change, WebhookCursor, WebhookEndpoint
 from mailroom.webhooks.target import check_url
 
 __all__ = [
     "SOURCES",
-    "EndpointInfo",
     "add_endpoint",
     "enable_endpoint",
     "get_endpoint",
-    "list_endpoints",
     "open_secret",
     "remove_endpoint",
 ]
 
 # The durable records events come from (mailroom.webhooks.derive).
 SOURCES = ("account", "Email", "EmailSubmission")  # in this order within a round
-
-
-@dataclass(frozen=True)
-class EndpointInfo:
-    """One endpoint as the operator sees it (never its secret)."""
-
-    id: int
-    owner: str
-    url: str
-    events: list[str]
-    active: bool
-    disabled_reason: str | None
-    created_at: datetime
-
-    def as_json(self) -> dict[str, Any]:
-        """The endpoint as a JSON object."""
-        return {
-            "id": self.id,
-            "owner": self.owner,
-            "url": self.url,
-            "events": self.events,
-            "active": self.active,
-            "disabledReason": self.disabled_reason,
-            "createdAt": self.created_at.isoformat(),
-        }
 
 
 def _context(endpoint_id: int) -> str:
@@ -109,25 +79,6 @@ def get_endpoint(session: Session, endpoint_id: int) -> WebhookEndpoint:
     if endpoint is None:
         raise NotFoundError(f"There is no webhook endpoint with id {endpoint_id}.")
     return endpoint
-
-
-def list_endpoints(session: Session, user_id: int | None = None) -> list[EndpointInfo]:
-    """Every endpoint (of one user when given), oldest first."""
-    query = select(WebhookEndpoint, User.name).join(User, User.id == WebhookEndpoint.user_id)
-    if user_id is not None:
-        query = query.where(WebhookEndpoint.user_id == user_id)
-    return [
-        EndpointInfo(
-            id=endpoint.id,
-            owner=owner,
-            url=endpoint.url,
-            events=list(endpoint.events),
-            active=endpoint.active,
-            disabled_reason=endpoint.disabled_reason,
-            created_at=endpoint.created_at,
-        )
-        for endpoint, owner in session.execute(query.order_by(WebhookEndpoint.id))
-    ]
 
 
 def remove_endpoint(session: Session, endpoint_id: int) -> None:

@@ -17,6 +17,9 @@ Invariants:
 * :func:`forget_skipped` deletes the rows of an account (all, or some ids),
   so the next listing asks Gmail again; the batch handler forgets an id as
   soon as its message is stored after all.
+
+The kinds and the listing (:func:`list_skipped`) live in
+:mod:`~mailroom.providers.gmail.skipped_listing`, plain SQL for the read command.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from mailroom.providers.gmail.skipped_listing import CHAT, NOT_FOUND, SkippedRecord, list_skipped
 from mailroom.store.models import SkippedMessage
 
 __all__ = [
@@ -46,8 +50,6 @@ __all__ = [
     "skipped_ids",
 ]
 
-CHAT = "chat"  # a Hangouts/Chat message: Gmail lists it, mail has no place for it
-NOT_FOUND = "not_found"  # listed, but messages.get answered 404
 SKIP_KINDS = (CHAT, NOT_FOUND)
 
 ADDRESS_HEADERS = ("from", "to", "cc", "delivered-to")
@@ -64,20 +66,6 @@ class SkippedEntry:
     reason: str
     label_ids: Sequence[str] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SkippedRecord:
-    """A row of the ledger as the command shows it."""
-
-    account_id: int
-    provider_id: str
-    kind: str
-    reason: str
-    label_ids: list[str]
-    headers: dict[str, str]
-    first_seen: datetime
-    last_seen: datetime
 
 
 def address_headers(headers: Iterable[Mapping[str, str]]) -> dict[str, str]:
@@ -162,31 +150,3 @@ def forget_skipped(
         statement = statement.where(SkippedMessage.provider_id.in_(ids))
     result = session.execute(statement)
     return int(getattr(result, "rowcount", 0) or 0)
-
-
-def list_skipped(session: Session, account_ids: Sequence[int]) -> list[SkippedRecord]:
-    """The ledger rows of these accounts, by kind, then most recently seen first."""
-    if not account_ids:
-        return []
-    rows = session.scalars(
-        select(SkippedMessage)
-        .where(SkippedMessage.account_id.in_(account_ids))
-        .order_by(
-            SkippedMessage.kind,
-            SkippedMessage.last_seen_at.desc(),
-            SkippedMessage.provider_id,
-        )
-    )
-    return [
-        SkippedRecord(
-            account_id=row.account_id,
-            provider_id=row.provider_id,
-            kind=row.kind,
-            reason=row.reason,
-            label_ids=list(row.labels or []),
-            headers=dict(row.headers or {}),
-            first_seen=row.created_at,
-            last_seen=row.last_seen_at,
-        )
-        for row in rows
-    ]
