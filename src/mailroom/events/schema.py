@@ -239,20 +239,14 @@ def _moment(value: Any, zone: ZoneInfo) -> tuple[datetime | None, bool, str | No
     if not text or len(text) > 64:
         return None, False, None
     text = text.replace("Z", "+00:00").replace("z", "+00:00")
-    if len(text) == 10:
-        try:
-            day = date.fromisoformat(text)
-        except ValueError:
-            return None, False, None
-        if not _EARLIEST <= day.year <= _LATEST:
-            return None, False, None
-        return datetime(day.year, day.month, day.day, tzinfo=UTC), True, None
     try:
-        moment = datetime.fromisoformat(text)
+        moment = date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
     except ValueError:
         return None, False, None
     if not _EARLIEST <= moment.year <= _LATEST:
         return None, False, None
+    if not isinstance(moment, datetime):  # a date alone: an all-day event
+        return datetime(moment.year, moment.month, moment.day, tzinfo=UTC), True, None
     if moment.tzinfo is None:
         local = moment.replace(tzinfo=zone).astimezone(UTC)
         return local, False, None if zone.key in ("UTC", "Etc/UTC") else zone.key
