@@ -52,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "outbound": "mailroom.cli.outbound:outbound_group",
     "gmail": "mailroom.cli.gmail:gmail_group",
     "webhooks": "mailroom.cli.webhooks:webhooks_group",
+    "assistant": "mailroom.cli.assistant:assistant_group",
 }
 
 # Commands whose processes are the engine: the operator log is their audience. A
