@@ -42,6 +42,11 @@
                            when set, a bearer token every scrape must carry;
                            ``MAILROOM_METRICS_LISTEN`` (``HOST:PORT``, off) where ``mailroom
                            worker`` and ``supervisor`` answer scrapes.
+``MAILROOM_GOOGLE_CLIENT_ID`` / ``_CLIENT_SECRET_FILE`` and ``MAILROOM_MICROSOFT_CLIENT_ID`` /
+                           ``_CLIENT_SECRET_FILE`` / ``_TENANT`` (common): the OAuth web clients
+                           behind the accounts page's Connect buttons (redirect URI
+                           ``https://HOST/accounts/oauth/callback``); ``MAILROOM_GOOGLE_OAUTH_URL``
+                           / ``MAILROOM_MICROSOFT_OAUTH_URL`` another authorization server.
 ``MAILROOM_SEND_UNDO_SECONDS`` how long a JMAP EmailSubmission waits, cancellable, before
                            its lane may send it (0); ``MAILROOM_SEND_MAX_DELAY_SECONDS`` the
                            longest FUTURERELEASE hold (30 days; 0 allows none);
@@ -154,6 +159,17 @@ class Settings:
     assistant_key: SecretStr | None = None
     assistant_timeout: float = 30.0
     hold_max_seconds: int = 60
+    # The web accounts page's "Connect Gmail / Microsoft" buttons (mailroom.oauth.web): the
+    # operator's OAuth web clients, registered with the redirect URI
+    # https://HOST/accounts/oauth/callback, and another authorization server with the same
+    # paths for each (an emulator, a national cloud; empty: Google's and Microsoft's own).
+    google_client_id: str = ""
+    google_client_secret_file: Path | None = None
+    google_oauth_url: str = ""
+    microsoft_client_id: str = ""
+    microsoft_client_secret_file: Path | None = None
+    microsoft_tenant: str = "common"
+    microsoft_oauth_url: str = ""
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
