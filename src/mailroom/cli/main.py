@@ -53,6 +53,8 @@ COMMANDS: dict[str, str] = {
     "gmail": "mailroom.cli.gmail:gmail_group",
     "webhooks": "mailroom.cli.webhooks:webhooks_group",
     "assistant": "mailroom.cli.assistant:assistant_group",
+    "audit": "mailroom.cli.audit:audit_command",
+    "backup": "mailroom.cli.backup:backup_group",
 }
 
 # Commands whose processes are the engine: the operator log is their audience. A

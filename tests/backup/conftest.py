@@ -1,0 +1,38 @@
+"""Backup fixtures: a backup key, and an empty store of the same kind to restore into."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from mailroom.backup.keys import BackupKey
+from mailroom.store.engine import Store
+
+
+@pytest.fixture
+def key() -> BackupKey:
+    """A random backup key, as a key file would give."""
+    return BackupKey(secrets.token_bytes(32), "file")
+
+
+@pytest.fixture
+def empty_url(store: Store, tmp_path: Path) -> Iterator[str]:
+    """The URL of a new, empty store of the test store's kind (a new file or database)."""
+    if store.dialect == "sqlite":
+        yield f"sqlite:///{tmp_path / 'restored' / 'mailroom.sqlite3'}"
+        return
+    name = f"mailroom_restore_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(store.engine.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield store.engine.url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
