@@ -1,5 +1,5 @@
 """The admin page (``GET /admin``), for operators only: queue depths, failed sends,
-accounts in error.
+accounts in error, and the assistant's hold figures (:mod:`mailroom.assistant.stats`).
 
 Users have no operator flag in the store; the operators are the user names in
 ``MAILROOM_ADMINS`` (:attr:`mailroom.config.Settings.admin_list`). Anyone else
@@ -15,11 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from mailroom.assistant.stats import hold_stats
 from mailroom.cli.accounts import account_reason
 from mailroom.jobs.queues import make_queues
 from mailroom.jobs.tasks import pending_counts
 from mailroom.outbound.failures import failed_list
-from mailroom.store.models import Account, User
+from mailroom.store.models import Account, User, utcnow
 from mailroom.store.reader import as_reader
 from mailroom.web.pages.common import context, page, signed_in
 from mailroom.web.pages.layout import layout, render
@@ -65,8 +66,18 @@ def admin_page(request: Request, user: SignedIn) -> Response:
                 .order_by(User.name, Account.name)
             )
         ]
+        hold = hold_stats(session, utcnow())
+    settings = web_settings(request)
     return render(
-        frame, "admin.html", queues=queue_depths(request), failed=failed, broken=broken, admin=True
+        frame,
+        "admin.html",
+        queues=queue_depths(request),
+        failed=failed,
+        broken=broken,
+        admin=True,
+        assistant=settings.assistant,
+        hold_max=settings.hold_max_seconds,
+        hold=hold,
     )
 
 
