@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +52,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.provider_bench import fresh_postgres, store_count  # noqa: E402
 from tests.emulators.gmail.emulator import GmailEmulator  # noqa: E402
 from tests.emulators.gmail.quota import NEW_PROJECT  # noqa: E402
 from tests.emulators.gmail.seed import START, epoch_ms, make_message  # noqa: E402
@@ -213,33 +213,9 @@ def one_run(args: argparse.Namespace, database_url: str | None) -> dict[str, Any
     }
 
 
-def store_count(store: Store, account_id: int) -> int:
-    """Messages stored for the account."""
-    from sqlalchemy import func, select
-
-    from mailroom.store.models import Message
-
-    with store.session() as session:
-        return int(
-            session.scalar(select(func.count(Message.id)).where(Message.account_id == account_id))
-            or 0
-        )
-
-
 def store_kind(url: str | None) -> str:
     """``sqlite`` or ``postgresql``."""
     return "postgresql" if url and url.startswith("postgresql") else "sqlite"
-
-
-def fresh_postgres(url: str) -> str:
-    """Drop and create the database ``url`` names (a benchmark's own, never ``test``)."""
-    name = url.rsplit("/", 1)[1]
-    if name in ("test", "postgres"):
-        raise SystemExit(f"give the benchmark a database of its own, not {name!r}")
-    base = url.rsplit("/", 1)[0].replace("postgresql+psycopg://", "postgresql://")
-    for sql in (f'DROP DATABASE IF EXISTS "{name}"', f'CREATE DATABASE "{name}"'):
-        subprocess.run(["psql", f"{base}/postgres", "-qc", sql], check=True)
-    return url
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ from sqlalchemy import select
 
 from mailroom.config import Settings
 from mailroom.providers import registry
+from mailroom.providers.graph.folders import graph_folders
+from mailroom.providers.graph.importer import GraphImporter
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Label, Message, MessageLabel
 from tests.emulators.graph.server import GraphEmulator
@@ -135,3 +137,25 @@ def test_a_removal_seen_while_importing_waits_for_every_folder(
     assert stored_keys(store, graph_account) == ["doomed", "later"]
     sync(store, settings, graph_account)  # every folder answers: judged now
     assert stored_keys(store, graph_account) == ["later"]
+
+
+def test_a_named_folder_is_imported_side_by_side_and_its_mime_uses_four_slots(
+    store: Store, settings: Settings, graph_emulator: GraphEmulator, graph_account: int
+) -> None:
+    """A page asked for by folder takes that folder's page (not the Inbox's), and the MIME of
+    its new messages is fetched four at a time, never five."""
+    for number in range(12):
+        graph_emulator.add_message(raw(f"in{number}"), "inbox")
+        graph_emulator.add_message(raw(f"ar{number}"), "archive")
+    importer = GraphImporter(store, settings)
+    importer.import_page(graph_account)  # discovers the folders and takes the Inbox's page
+    with store.session() as session:
+        archive = next(f.id for f in graph_folders(session, graph_account) if f.path == "Archive")
+    graph_emulator.set_latency(0.02)
+    graph_emulator.requests.clear()
+    importer.import_page(graph_account, folder_id=archive)
+    assert sorted(stored_keys(store, graph_account)) == sorted(
+        [f"in{n}" for n in range(12)] + [f"ar{n}" for n in range(12)]
+    )
+    assert graph_emulator.peak_in_flight() == 4
+    assert not any(r.status == 429 for r in graph_emulator.graph_requests())

@@ -48,8 +48,12 @@ class GraphImporter:
         self.store = store
         self.settings = settings
 
-    def import_page(self, account_id: int) -> bool:
-        """Take in the next page of the first folder still importing; True while any is left."""
+    def import_page(self, account_id: int, folder_id: int | None = None) -> bool:
+        """Take in the next page of the first folder still importing; True while any is left.
+
+        ``folder_id``: the next page of that folder instead (nothing if it is done),
+        so several workers can import independent folders side by side.
+        """
         account = open_client(self.store, self.settings, account_id)
         try:
             with self.store.session() as session:
@@ -57,7 +61,7 @@ class GraphImporter:
                 session.expunge_all()
             if not folders:
                 folders = refresh(self.store, account.client, account_id)
-            left = [f for f in folders if importing(f)]
+            left = [f for f in folders if importing(f) and folder_id in (None, f.id)]
             if left:
                 read_page(self.store, account.client, account_id, account.user_id, left[0])
             with self.store.session() as session:
