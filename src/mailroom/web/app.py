@@ -48,7 +48,7 @@ from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
 from mailroom.jmap.push_delivery import delivery_lifespan
 from mailroom.metrics.endpoint import HttpMetrics, metrics
 from mailroom.store.engine import Store
-from mailroom.web.pages import accounts, admin
+from mailroom.web.pages import accounts, admin, oauth_connect
 from mailroom.web.pages import calendar as calendar_pages
 from mailroom.web.pages import settings as settings_pages
 from mailroom.web.pages.actions import act, undo
@@ -113,6 +113,7 @@ def create_app(
             Route("/actions", act, methods=["POST"]),
             Route("/undo", undo, methods=["POST"]),
             Route("/fragments/sidebar", sidebar, methods=["GET"]),
+            *oauth_connect.ROUTES,
             *accounts.ROUTES,
             *settings_pages.ROUTES,
             *calendar_pages.ROUTES,

@@ -10,6 +10,9 @@
 ``GET  /accounts/add``              the address form; ``POST /accounts/discover``
                                     looks the servers up and fills the full form
 ``POST /accounts/add``              adds the IMAP account
+``/accounts/oauth/...``             connects a Gmail or Microsoft account
+                                    (``web.pages.oauth_connect``), offered when
+                                    the operator configured its web client
 ==================================  ============================================
 
 Adding goes through the same code as ``mailroom account add imap``
@@ -34,6 +37,7 @@ from mailroom.cli.accounts import account_reason, outgoing_server
 from mailroom.cli.smtp_options import SmtpOptions, resolve_outgoing, save_outgoing
 from mailroom.errors import ConfigError
 from mailroom.listing import owner
+from mailroom.oauth.web import LABELS, web_clients
 from mailroom.outbound.smtp_settings import SECURITY_MODES
 from mailroom.owners import disconnect_account
 from mailroom.providers.facts import importing
@@ -149,6 +153,7 @@ def accounts_page(request: Request, user: SignedIn) -> Response:
     notice = {
         "added": "The account was added; its mail is on the way.",
         "disconnected": "The account was disconnected; its mail stays.",
+        "connected": "The account was connected; its mail is on the way.",
     }.get(request.query_params.get("done", ""))
     return render(
         frame,
@@ -158,6 +163,7 @@ def accounts_page(request: Request, user: SignedIn) -> Response:
         zone=frame.zone,
         notice=notice,
         admin=is_admin(request, user),
+        oauth=[(name, LABELS[name]) for name in web_clients(web_settings(request))],
     )
 
 
