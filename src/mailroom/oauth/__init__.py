@@ -15,6 +15,7 @@ Provider-neutral; Gmail and Microsoft differ only in their
 ``connect``      connecting / reconnecting an account (checks, flow, row)
 ``secretfile``   reading a client secret from a file
 ``cli``          ``mailroom account add gmail`` / ``microsoft``
+``web``          the same from the web accounts page (redirect, callback)
 ``providers``    those commands, for the provider entries
 
 The names below are imported on first use: the Gmail and Microsoft provider
