@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from mailroom.config import Settings
 from mailroom.jobs.runtime import Runtime
@@ -89,3 +91,24 @@ def test_store_view_reports_queues_and_accounts_without_user_data(
     assert value(samples, "process_resident_memory_bytes") > 0
     text = httpx.get(f"{base}/metrics", timeout=30).text
     assert "alice-the-private" not in text
+
+
+def test_every_metric_the_docs_and_alerts_name_is_served(base: str) -> None:
+    """docs/operations.md and deploy/prometheus/alerts.yml name only metrics a scrape has."""
+    answer = httpx.get(f"{base}/metrics", timeout=30)
+    served = set()
+    for family in text_string_to_metric_families(answer.text):
+        served.add(family.name)
+        served.update(sample.name for sample in family.samples)
+    root = Path(__file__).resolve().parents[2]
+    docs = (root / "docs/operations.md").read_text()
+    section = docs[docs.index("## Health, readiness and metrics") : docs.index("## Sizing")]
+    alerts = (root / "deploy/prometheus/alerts.yml").read_text()
+    named = set(re.findall(r"\b(mailroom_[a-z_]+|process_[a-z_]+)", section + alerts))
+    assert len(named) > 15
+    missing = sorted(
+        name
+        for name in named
+        if name not in served and re.sub(r"_(total|bucket|count|sum)$", "", name) not in served
+    )
+    assert missing == []
