@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
+from mailroom.cli.table import Column, operator_width, print_table
 from mailroom.config import DEFAULT_OWNER
 from mailroom.reading import account_states, user_id
 
@@ -168,22 +169,20 @@ def accounts_command(app: AppContext, owner: str | None, output: str) -> None:
     if not rows:
         click.echo("No accounts yet; add one with `mailroom account add imap`.")
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("owner", "account", "provider", "status", "import")
-    table.add_column("outgoing", overflow="fold")
-    table.add_column("reason", overflow="fold")  # a setting's long name folds, not cut off
-    for row in rows:
-        table.add_row(
-            row["owner"],
-            row["name"],
-            row["provider"],
-            account_status(row["status"], row["watch_state"]),
-            row["progress"],
-            row["outgoing"] or "-",
-            row["reason"] or "-",
-        )
-    console = Console()
-    width = min(console.width, TABLE_WIDTH) if console.is_terminal else TABLE_WIDTH
-    Console(width=width).print(table)
+    headers = ("owner", "account", "provider", "status", "import", "outgoing", "reason")
+    print_table(
+        [Column(header) for header in headers],
+        [
+            (
+                row["owner"],
+                row["name"],
+                row["provider"],
+                account_status(row["status"], row["watch_state"]),
+                row["progress"],
+                row["outgoing"] or "-",
+                row["reason"] or "-",
+            )
+            for row in rows
+        ],
+        operator_width(TABLE_WIDTH),
+    )

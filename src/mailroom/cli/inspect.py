@@ -9,6 +9,7 @@ import click
 
 from mailroom.categories.tabs import CATEGORIES
 from mailroom.cli.context import AppContext, echo_json, format_option, pass_app, plain_errors
+from mailroom.cli.table import Column, print_table
 from mailroom.config import DEFAULT_OWNER
 from mailroom.reading import (
     MessageFilter,
@@ -40,22 +41,23 @@ def _print(rows: list[dict[str, Any]], output: str) -> None:
         for row in rows:
             echo_json(row)
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("id", "thread", "received", "from", "subject", "tab", "labels")
-    for row in rows:
-        unread = "" if row["seen"] else "* "  # the one mark a reader needs in a list
-        table.add_row(
-            str(row["id"]),
-            str(row["thread_id"]),
-            str(row["received_at"])[:16].replace("T", " "),
-            str(row["from_name"] or row["from"]),
-            unread + str(row["subject"])[:60],
-            str(row["category"] or ""),
-            ",".join(row["labels"]),
-        )
-    Console().print(table)
+    headers = ("id", "thread", "received", "from", "subject", "tab", "labels")
+    print_table(
+        [Column(header) for header in headers],
+        [
+            (
+                str(row["id"]),
+                str(row["thread_id"]),
+                str(row["received_at"])[:16].replace("T", " "),
+                str(row["from_name"] or row["from"]),
+                # The unread mark is the one a reader needs in a list.
+                ("" if row["seen"] else "* ") + str(row["subject"])[:60],
+                str(row["category"] or ""),
+                ",".join(row["labels"]),
+            )
+            for row in rows
+        ],
+    )
 
 
 list_format = format_option("table", "jsonl", "jsonl prints one JSON object per message.")
@@ -214,13 +216,10 @@ def labels_command(app: AppContext, owner: str) -> None:
         with app.existing_store.session() as session:  # a new user: create them once
             ensure_system_labels(session, user)
         rows = label_counts(reader, user)
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("label", "role", "threads", "unread")
-    for path, role, threads, unread in rows:
-        table.add_row(path, role or "", str(threads), str(unread))
-    Console().print(table)
+    print_table(
+        [Column("label"), Column("role"), Column("threads"), Column("unread")],
+        [(path, role or "", str(threads), str(unread)) for path, role, threads, unread in rows],
+    )
 
 
 @click.command("explain")

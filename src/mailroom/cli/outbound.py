@@ -9,9 +9,12 @@ handed over, sent and failed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
 from mailroom.cli.context import AppContext, echo_json, pass_app, plain_errors
+from mailroom.cli.table import Column, operator_width, print_table
 
 TABLE_WIDTH = 160
 REASON_WIDTH = 90
@@ -22,12 +25,8 @@ def outbound_group() -> None:
     """Outgoing mail: the failed list, retrying one, the figures per lane."""
 
 
-def _print(table: object) -> None:
-    from rich.console import Console
-
-    console = Console()
-    width = min(console.width, TABLE_WIDTH) if console.is_terminal else TABLE_WIDTH
-    Console(width=width).print(table)
+def _print(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
+    print_table(columns, rows, operator_width(TABLE_WIDTH))
 
 
 @outbound_group.command("failed")
@@ -47,23 +46,25 @@ def failed_command(app: AppContext, as_json: bool, limit: int | None) -> None:
     if not entries:
         click.echo("No failed sends.")
         return
-    from rich.table import Table
-
-    table = Table("id", "lane", "failed", "account", "to", "tries", "code")
-    table.add_column("reason", overflow="fold", max_width=REASON_WIDTH)
+    headers = ("id", "lane", "failed", "account", "to", "tries", "code")
+    columns = [*(Column(header) for header in headers), Column("reason", REASON_WIDTH)]
+    rows = []
     for entry in entries:
         more = len(entry.recipients) - 1
-        table.add_row(
-            str(entry.submission_id),
-            entry.lane,
-            f"{entry.failed_at:%Y-%m-%d %H:%M}",
-            entry.account,
-            (entry.recipients[0] if entry.recipients else "-") + (f" +{more}" if more > 0 else ""),
-            str(entry.attempts),
-            str(entry.code) if entry.code is not None else "-",
-            entry.reason,
+        rows.append(
+            (
+                str(entry.submission_id),
+                entry.lane,
+                f"{entry.failed_at:%Y-%m-%d %H:%M}",
+                entry.account,
+                (entry.recipients[0] if entry.recipients else "-")
+                + (f" +{more}" if more > 0 else ""),
+                str(entry.attempts),
+                str(entry.code) if entry.code is not None else "-",
+                entry.reason,
+            )
         )
-    _print(table)
+    _print(columns, rows)
 
 
 @outbound_group.command("retry")
@@ -93,9 +94,10 @@ def stats_command(app: AppContext, as_json: bool) -> None:
     if as_json:
         echo_json(stats)
         return
-    from rich.table import Table
-
-    table = Table("lane", *STAT_COLUMNS)
-    for lane, figures in stats.items():
-        table.add_row(lane, *(str(figures[column]) for column in STAT_COLUMNS))
-    _print(table)
+    _print(
+        [Column("lane"), *(Column(column) for column in STAT_COLUMNS)],
+        [
+            (lane, *(str(figures[column]) for column in STAT_COLUMNS))
+            for lane, figures in stats.items()
+        ],
+    )
