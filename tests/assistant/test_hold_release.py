@@ -13,11 +13,12 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from mailroom.assistant.stats import hold_stats
 from mailroom.config import Settings
 from mailroom.ingest import commit_batch
 from mailroom.jobs.runtime import Runtime
 from mailroom.store.engine import Store
-from mailroom.store.models import Change, Message, Thread
+from mailroom.store.models import Change, Message, Thread, utcnow
 from tests.assistant.fake_model import fake_model, verdict
 from tests.assistant.helpers import Timeline, incoming, make_owner
 
@@ -102,3 +103,7 @@ def test_verdict_in_time_late_and_never(store: Store, tmp_path: Path) -> None:
     }
     assert held["fast"] < 1.5 and 2.5 <= held["slow"] < 4.5 and 2.5 <= held["never"] < 4.5
     assert rows["slow"].assistant_at > rows["slow"].category_released_at  # a late verdict
+    with store.session() as session:
+        stats = hold_stats(session, utcnow())
+    assert (stats.released, stats.before_verdict) == (3, 2)  # slow and never: before it
+    assert stats.median_seconds is not None and 2.5 <= stats.median_seconds < 4.5
