@@ -24,15 +24,17 @@ Actions: ``label`` (a label path, created when missing), ``archive``,
 stored in ``messages.rule_category``; applied only when the sender's
 authentication passed, see ``rules.authentication``).
 
-Validation is pydantic's; every failure becomes a ``RuleError`` with one
-plain sentence.
+Validation is plain Python (no pydantic: ``mailroom rules list`` validates every
+stored rule again, and importing pydantic cost it more than the rest of the
+command); every failure is a ``RuleError`` with one plain sentence naming the
+first problem, in the order name, conditions, actions.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
 
 from mailroom.categories.tabs import CATEGORIES
 from mailroom.errors import RuleError
@@ -40,93 +42,56 @@ from mailroom.store.search import query_terms
 
 ACTION_TYPES = ("label", "archive", "trash", "mark_read", "star", "category")
 MAX_VALUE = 500
+MAX_NAME = 200
+
+# Stored condition key -> field of Conditions ("from_" is accepted for "from" too).
+_CONDITION_KEYS = {
+    "from": "from_",
+    "to": "to",
+    "subject": "subject",
+    "list_id": "list_id",
+    "text": "text",
+}
 
 
-def _clean(value: object) -> object:
-    if isinstance(value, str):
-        value = " ".join(value.split())
-        return value or None
-    return value
+class _Invalid(ValueError):
+    """One problem of a rule, in words (parse_rule makes it a RuleError sentence)."""
 
 
-class Conditions(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Conditions:
     """What a message must look like for the rule to apply (all given conditions hold)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
-
-    from_: str | None = Field(default=None, alias="from", max_length=MAX_VALUE)
-    to: str | None = Field(default=None, max_length=MAX_VALUE)
-    subject: str | None = Field(default=None, max_length=MAX_VALUE)
-    list_id: str | None = Field(default=None, max_length=MAX_VALUE)
-    text: str | None = Field(default=None, max_length=MAX_VALUE)
-
-    @field_validator("from_", "to", "subject", "list_id", "text", mode="before")
-    @classmethod
-    def _strip(cls, value: object) -> object:
-        return _clean(value)
-
-    @field_validator("text")
-    @classmethod
-    def _searchable(cls, value: str | None) -> str | None:
-        if value is not None and not query_terms(value):
-            raise ValueError("the text condition has no word to search for")
-        return value
-
-    @model_validator(mode="after")
-    def _at_least_one(self) -> Conditions:
-        if not self.as_json():
-            raise ValueError(
-                "a rule needs at least one condition (from, to, subject, list id, text)"
-            )
-        return self
+    from_: str | None = None
+    to: str | None = None
+    subject: str | None = None
+    list_id: str | None = None
+    text: str | None = None
 
     def as_json(self) -> dict[str, str]:
         """The stored JSON object (only the conditions that are set)."""
-        return {k: v for k, v in self.model_dump(by_alias=True).items() if v is not None}
+        return {
+            key: value
+            for key, attribute in _CONDITION_KEYS.items()
+            if (value := getattr(self, attribute)) is not None
+        }
 
 
-class Action(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Action:
     """One thing the rule does."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: Literal["label", "archive", "trash", "mark_read", "star", "category"]
-    label: str | None = Field(default=None, max_length=MAX_VALUE)
+    type: str
+    label: str | None = None
     category: str | None = None
-
-    @field_validator("label", mode="before")
-    @classmethod
-    def _strip_label(cls, value: object) -> object:
-        if isinstance(value, str):
-            value = "/".join(part.strip() for part in value.split("/") if part.strip())
-            return value or None
-        return value
-
-    @field_validator("category", mode="before")
-    @classmethod
-    def _known_category(cls, value: object) -> object:
-        if value is None:
-            return None
-        name = str(value).strip().lower()
-        if name not in CATEGORIES:
-            raise ValueError(f"{value!r} is not a tab; use one of {', '.join(CATEGORIES)}")
-        return name
-
-    @model_validator(mode="after")
-    def _arguments(self) -> Action:
-        if self.type == "label" and not self.label:
-            raise ValueError("the label action needs a label name")
-        if self.type == "category" and not self.category:
-            raise ValueError("the category action needs a tab")
-        if self.type != "label" and self.label is not None:
-            raise ValueError(f"the {self.type} action takes no label")
-        if self.type != "category" and self.category is not None:
-            raise ValueError(f"the {self.type} action takes no tab")
-        return self
 
     def as_json(self) -> dict[str, str]:
         """The stored JSON object of this action."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        return {
+            field.name: value
+            for field in fields(self)
+            if (value := getattr(self, field.name)) is not None
+        }
 
     def describe(self) -> str:
         """A short human description (``label Receipts``, ``archive``)."""
@@ -136,29 +101,13 @@ class Action(BaseModel):
         )
 
 
-class RuleSpec(BaseModel):
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
     """A validated rule: a name, its conditions and its actions."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1, max_length=200)
+    name: str
     conditions: Conditions
-    actions: list[Action] = Field(min_length=1)
-
-    @field_validator("name", mode="before")
-    @classmethod
-    def _strip_name(cls, value: object) -> object:
-        return _clean(value) or ""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> RuleSpec:
-        kinds = [action.type for action in self.actions]
-        repeated = {kind for kind in kinds if kinds.count(kind) > 1 and kind != "label"}
-        if repeated:
-            raise ValueError(f"the {sorted(repeated)[0]} action is given twice")
-        if "archive" in kinds and "trash" in kinds:
-            raise ValueError("a rule cannot both archive and trash; trash already leaves the inbox")
-        return self
+    actions: tuple[Action, ...]
 
     def actions_json(self) -> list[dict[str, str]]:
         """The stored JSON list of actions."""
@@ -173,29 +122,96 @@ class RuleSpec(BaseModel):
         return "if " + " and ".join(parts) + ": " + ", ".join(a.describe() for a in self.actions)
 
 
-def _sentence(error: ValidationError) -> str:
-    first = error.errors()[0]
-    message = str(first.get("msg", "invalid value"))
-    message = message.removeprefix("Value error, ")
-    where = ".".join(str(part) for part in first.get("loc", ()) if not isinstance(part, int))
-    if first.get("type") == "extra_forbidden":
-        message = f"{where or 'this field'} is not a rule condition or action"
-    elif first.get("type") == "too_short" and where == "actions":
-        message = (
+def _text(value: object, where: str, limit: int = MAX_VALUE) -> str | None:
+    """A text value with its runs of white space made one space; None when nothing is left."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Invalid(f"the {where} must be text")
+    cleaned = " ".join(value.split())
+    if len(cleaned) > limit:
+        raise _Invalid(f"the {where} is too long")
+    return cleaned or None
+
+
+def _unknown(values: Mapping[str, Any], known: Collection[str], where: str) -> None:
+    for key in values:
+        if key not in known:
+            raise _Invalid(f"{where}.{key} is not a rule condition or action")
+
+
+def _conditions(values: object) -> Conditions:
+    if not isinstance(values, Mapping):
+        raise _Invalid("the conditions must be an object (from, to, subject, list_id, text)")
+    found: dict[str, str | None] = {}
+    for key, attribute in _CONDITION_KEYS.items():
+        value = values.get(key, values.get("from_")) if key == "from" else values.get(key)
+        found[attribute] = _text(value, f"conditions.{key}")
+    if found["text"] is not None and not query_terms(found["text"]):
+        raise _Invalid("the text condition has no word to search for")
+    _unknown(values, {*_CONDITION_KEYS, "from_"}, "conditions")
+    if not any(found.values()):
+        raise _Invalid("a rule needs at least one condition (from, to, subject, list id, text)")
+    return Conditions(**found)
+
+
+def _label(value: object) -> str | None:
+    if isinstance(value, str):  # a path: parts trimmed, empty parts dropped
+        value = "/".join(part.strip() for part in value.split("/") if part.strip()) or None
+    return _text(value, "actions.label")
+
+
+def _category(value: object) -> str | None:
+    if value is None:
+        return None
+    name = str(value).strip().lower()
+    if name not in CATEGORIES:
+        raise _Invalid(f"{value!r} is not a tab; use one of {', '.join(CATEGORIES)}")
+    return name
+
+
+def _action(values: object) -> Action:
+    if not isinstance(values, Mapping):
+        raise _Invalid("each action must be an object with a type")
+    kind = values.get("type")
+    if kind not in ACTION_TYPES:
+        raise _Invalid(f"the action type must be one of {', '.join(ACTION_TYPES)}")
+    label, category = _label(values.get("label")), _category(values.get("category"))
+    _unknown(values, ("type", "label", "category"), "actions")
+    if kind == "label" and not label:
+        raise _Invalid("the label action needs a label name")
+    if kind == "category" and not category:
+        raise _Invalid("the category action needs a tab")
+    if kind != "label" and label is not None:
+        raise _Invalid(f"the {kind} action takes no label")
+    if kind != "category" and category is not None:
+        raise _Invalid(f"the {kind} action takes no tab")
+    return Action(str(kind), label, category)
+
+
+def _actions(values: object) -> tuple[Action, ...]:
+    if not isinstance(values, list | tuple):
+        raise _Invalid("the actions must be a list")
+    if not values:
+        raise _Invalid(
             "a rule needs at least one action (label, archive, trash, mark read, star, category)"
         )
-    elif first.get("type") == "literal_error":
-        message = f"the action type must be one of {', '.join(ACTION_TYPES)}"
-    elif first.get("type") == "string_too_long":
-        message = f"the {where or 'value'} is too long"
-    elif first.get("type") in ("missing", "string_too_short") and where == "name":
-        message = "a rule needs a name"
-    return f"This rule is invalid: {message}."
+    actions = tuple(_action(value) for value in values)
+    kinds = [action.type for action in actions]
+    repeated = {kind for kind in kinds if kinds.count(kind) > 1 and kind != "label"}
+    if repeated:
+        raise _Invalid(f"the {sorted(repeated)[0]} action is given twice")
+    if "archive" in kinds and "trash" in kinds:
+        raise _Invalid("a rule cannot both archive and trash; trash already leaves the inbox")
+    return actions
 
 
 def parse_rule(name: str, conditions: dict[str, Any], actions: list[dict[str, Any]]) -> RuleSpec:
     """Validate a rule; raises RuleError with one plain sentence when it is not valid."""
     try:
-        return RuleSpec.model_validate({"name": name, "conditions": conditions, "actions": actions})
-    except ValidationError as exc:
-        raise RuleError(_sentence(exc)) from None
+        cleaned = _text(name, "name", MAX_NAME)
+        if cleaned is None:
+            raise _Invalid("a rule needs a name")
+        return RuleSpec(cleaned, _conditions(conditions), _actions(actions))
+    except _Invalid as exc:
+        raise RuleError(f"This rule is invalid: {exc}.") from None
