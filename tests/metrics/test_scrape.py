@@ -18,7 +18,10 @@ from tests.jmap.conftest import serve
 from tests.metrics.scraping import scrape, value, wait_for
 from tests.web.conftest import PASSWORD, add_user
 
-ECHO = {"using": ["urn:ietf:params:jmap:core"], "methodCalls": [["Core/echo", {"a": 1}, "c0"]]}
+ECHO = {
+    "using": ["urn:ietf:params:jmap:core"],
+    "methodCalls": [["Core/echo", {"a": 1}, "c0"], ["Made/up", {}, "c1"]],
+}
 
 
 @pytest.fixture
@@ -45,7 +48,7 @@ def base(store: Store, settings: Settings, runtime: Runtime) -> Iterator[str]:
 def test_scrape_parses_and_moves_with_a_job_and_a_jmap_call(
     store: Store, runtime: Runtime, base: str
 ) -> None:
-    """A job run and a JMAP call each move their series between two parsed scrapes."""
+    """A job run and JMAP calls move their series between two parsed scrapes."""
     add_user(store, "alice")
     before = scrape(f"{base}/metrics")
     job = ("mailroom_jobs_total", {"queue": "ingest", "task": "wake_snoozed"})
@@ -62,6 +65,9 @@ def test_scrape_parses_and_moves_with_a_job_and_a_jmap_call(
     )
     after = scrape(f"{base}/metrics")
     assert value(after, call[0], **call[1]) == value(before, call[0], **call[1]) + 1
+    unknown = value(after, call[0], method="unknown") - value(before, call[0], method="unknown")
+    assert unknown == 1  # a client's made-up method name never becomes a label
+    assert value(after, call[0], method="Made/up") == 0
     assert value(after, "mailroom_http_responses_total", part="jmap", code="200") > value(
         before, "mailroom_http_responses_total", part="jmap", code="200"
     )
