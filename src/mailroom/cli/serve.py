@@ -115,6 +115,9 @@ def serve_command(
     from mailroom.web.app import create_app
 
     check_tls(tls_cert, tls_key)
+    from mailroom.metrics.access import ScrapeAccess
+
+    ScrapeAccess.from_settings(app.settings)  # a bad MAILROOM_METRICS_ALLOW stops serve now
     from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
     from mailroom.jmap.push_policy import PushPolicy
     from mailroom.jmap.submission_policy import SubmissionPolicy
