@@ -5,9 +5,12 @@ it or runs the steps itself):
 
 1. one transaction: ``items`` are built (when given as a function of the session,
    e.g. to create the folders they name), ``before`` writes the provider's own
-   bookkeeping (IMAP: re-locations of messages already stored), then
-   :func:`mailroom.ingest.batch.store_batch` inserts the messages exactly once
-   and runs the pipeline;
+   bookkeeping (IMAP: re-locations of messages already stored), messages a
+   linked Gmail account of the owner holds and this account has the better
+   claim to move here without the pipeline
+   (:func:`mailroom.providers.gmail.gmailify.claim_linked`), then
+   :func:`mailroom.ingest.batch.store_batch` inserts the rest exactly once and
+   runs the pipeline;
 2. the transaction commits — after a failure nothing of the batch is stored and
    the caller simply tries the batch again;
 3. only then :func:`mailroom.ingest.steps.run_steps` enqueues the follow-up work
@@ -23,6 +26,7 @@ from sqlalchemy.orm import Session
 from mailroom.ingest.batch import store_batch
 from mailroom.ingest.model import BatchResult, IncomingMessage
 from mailroom.ingest.steps import run_steps
+from mailroom.providers.gmail.gmailify import claim_linked
 from mailroom.store.engine import Store
 
 __all__ = ["commit_batch"]
@@ -41,6 +45,7 @@ def commit_batch(
         if before is not None:
             before(session)
         batch = items(session) if callable(items) else items
+        batch = claim_linked(session, account_id, user_id, batch)
         result = store_batch(session, account_id, user_id, batch)
     run_steps(result)
     return result

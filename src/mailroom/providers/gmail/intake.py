@@ -12,6 +12,9 @@
   as provider labels for the tab, and Gmail's ``threadId`` as the provider
   thread id (stage 1 of threading);
 * chats and ids that answer 404 go to the skipped ledger (:mod:`.skipped`);
+* a message whose delivery headers give a linked account of the owner the
+  better claim, and which that account already holds, is not stored again: its
+  id goes to the ledger as ``linked`` (Gmailify, :mod:`.gmailify`; no pipeline);
 * a quota rejection — of the whole request, or of parts inside a 200 batch —
   stops the intake: what was fetched is stored, the rest is returned as
   ``deferred`` together with the :class:`RateLimitError` that defers it.
@@ -35,6 +38,7 @@ from mailroom.providers.base import RateLimitError
 from mailroom.providers.gmail.api import decode_raw
 from mailroom.providers.gmail.connection import GmailAccount
 from mailroom.providers.gmail.errors import QuotaExceededError
+from mailroom.providers.gmail.gmailify import linked_entry, linked_rows, siblings_of
 from mailroom.providers.gmail.labels import CHAT, STARRED, UNREAD, LabelMap, load_label_map
 from mailroom.providers.gmail.quota import message_requests
 from mailroom.providers.gmail.resources import Message as GmailMessage
@@ -119,6 +123,7 @@ def take_in(store: Store, gmail: GmailAccount, gmail_ids: Sequence[str]) -> Inta
     with store.session() as session:
         todo = new_ids(session, gmail.account_id, gmail_ids)
         labels = load_label_map(session, gmail.account_id, gmail.user_id)
+        siblings = siblings_of(session, gmail.user_id, gmail.account_id)
     requests = message_requests(todo)
     for number, chunk in enumerate(requests):
         try:
@@ -129,6 +134,7 @@ def take_in(store: Store, gmail: GmailAccount, gmail_ids: Sequence[str]) -> Inta
             return intake
         items: list[IncomingMessage] = []
         skipped = [_not_found(i) for i in result.missing]
+        raws: dict[str, bytes] = {}
         for message in result.messages.values():
             try:
                 raw = decode_raw(message)
@@ -138,7 +144,13 @@ def take_in(store: Store, gmail: GmailAccount, gmail_ids: Sequence[str]) -> Inta
             if CHAT in message.get("labelIds", []):
                 skipped.append(_chat(message, raw))
             else:
+                raws[str(message["id"])] = raw
                 items.append(_incoming(message, raw, labels))
+        if siblings and raws:
+            with store.session() as session:
+                linked = linked_rows(session, gmail.user_id, siblings, raws)
+            skipped += [linked_entry(i, sibling.name) for i, (sibling, _row) in linked.items()]
+            items = [item for item in items if item.provider_id not in linked]
         _store(store, gmail, items, skipped)
         intake.stored += [i.provider_id for i in items]
         intake.skipped += [s.provider_id for s in skipped]

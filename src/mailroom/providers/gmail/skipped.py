@@ -1,7 +1,8 @@
 """The skipped ledger for Gmail: messages the engine looked at and could not store.
 
 Gmail lists ids it cannot give as mail: chats (the one kind there is no
-place for) and ids that answer 404 when fetched. Each gets a row in the
+place for) and ids that answer 404 when fetched; and ids whose message a
+linked account of the owner holds (Gmailify, :mod:`.gmailify`). Each gets a row in the
 provider-neutral ``skipped_messages`` ledger with the reason, its label ids
 and its address headers (``From``, ``To``, ``Cc``, ``Delivered-To``, each cut
 to :data:`HEADER_LENGTH`), so a person can see what was left out and why.
@@ -32,13 +33,20 @@ from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from mailroom.providers.gmail.skipped_listing import CHAT, NOT_FOUND, SkippedRecord, list_skipped
+from mailroom.providers.gmail.skipped_listing import (
+    CHAT,
+    LINKED,
+    NOT_FOUND,
+    SkippedRecord,
+    list_skipped,
+)
 from mailroom.store.models import SkippedMessage
 
 __all__ = [
     "ADDRESS_HEADERS",
     "CHAT",
     "HEADER_LENGTH",
+    "LINKED",
     "NOT_FOUND",
     "SKIP_KINDS",
     "SkippedEntry",
@@ -50,7 +58,7 @@ __all__ = [
     "skipped_ids",
 ]
 
-SKIP_KINDS = (CHAT, NOT_FOUND)
+SKIP_KINDS = (CHAT, NOT_FOUND, LINKED)
 
 ADDRESS_HEADERS = ("from", "to", "cc", "delivered-to")
 HEADER_LENGTH = 998  # RFC 5322's line limit: enough for any honest header, bounded for others

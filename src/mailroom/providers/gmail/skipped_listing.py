@@ -17,10 +17,11 @@ from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-__all__ = ["CHAT", "NOT_FOUND", "SkippedRecord", "list_skipped"]
+__all__ = ["CHAT", "LINKED", "NOT_FOUND", "SkippedRecord", "list_skipped"]
 
 CHAT = "chat"  # a Hangouts/Chat message: Gmail lists it, mail has no place for it
 NOT_FOUND = "not_found"  # listed, but messages.get answered 404
+LINKED = "linked"  # Gmailify: stored by a linked account of the owner, which has the better claim
 
 
 @dataclass(frozen=True)
