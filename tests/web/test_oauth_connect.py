@@ -171,3 +171,26 @@ def test_form_errors_are_shown_before_leaving(me: httpx.Client) -> None:
     assert answer.status_code == 400
     assert re.search(r"is not a mail address", answer.text)
     assert me.get("/accounts/oauth/yahoo").status_code == 404
+
+
+def test_an_account_in_auth_error_signs_in_again(store: Store, me: httpx.Client) -> None:
+    """'Sign in again' on an auth_error account replaces its tokens and makes it active."""
+    sign_in_at_provider(me, start(me, "gmail", "home", "ann@gmail.example"))
+    row = account(store, "home")
+    with store.session() as session:
+        stored = session.get(Account, row.id)
+        assert stored is not None
+        stored.status, stored.status_reason = "auth_error", "invalid_grant"
+    link = 'href="/accounts/oauth/gmail?reconnect=home"'
+    assert link in me.get("/accounts").text
+    form = me.get("/accounts/oauth/gmail", params={"reconnect": "home"})
+    assert 'value="ann@gmail.example"' in form.text and "readonly" in form.text
+    fields = {"csrf": csrf_of(form.text), "name": "home", "address": "ann@gmail.example"}
+    redirect = me.post("/accounts/oauth/gmail", data={**fields, "reconnect": "1"})
+    done = sign_in_at_provider(me, redirect)
+    assert done.headers.get("location") == "/accounts?done=connected", done.text
+    again = account(store, "home")
+    assert (again.id, again.status, again.status_reason) == (row.id, "active", None)
+    assert again.secret != row.secret
+    missing = me.get("/accounts/oauth/microsoft", params={"reconnect": "home"})
+    assert missing.status_code == 404 and "is a gmail account" in missing.text

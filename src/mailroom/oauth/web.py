@@ -16,7 +16,8 @@ The same authorization-code grant with PKCE as the command line
    and ``state`` (or ``error``). The pending flow is opened, the state
    verified, the code exchanged with the verifier at the token endpoint
    (through the SSRF guard), and the account stored with its sealed tokens
-   (:func:`.credentials.add_oauth_account`).
+   (:func:`.credentials.add_oauth_account`) — or, for a reconnect, the existing
+   account's tokens replaced and the account made active again.
 
 The operator registers one *web* client per provider (a Google "Web
 application" client; a Microsoft app registration with a Web redirect URI)
@@ -35,10 +36,17 @@ import secrets
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from sqlalchemy.orm import Session
+
 from mailroom.audit import Origin
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
-from mailroom.oauth.credentials import add_oauth_account, check_account_name, check_address
+from mailroom.oauth.credentials import (
+    add_oauth_account,
+    check_account_name,
+    check_address,
+    replace_tokens,
+)
 from mailroom.oauth.endpoints import GOOGLE, OAuthEndpoints, microsoft
 from mailroom.oauth.flow import authorization_url
 from mailroom.oauth.loopback import _refusal
@@ -46,8 +54,10 @@ from mailroom.oauth.pkce import new_pkce
 from mailroom.oauth.secretfile import read_client_secret
 from mailroom.oauth.state import StateError, StateSigner
 from mailroom.oauth.tokens import OAuthClient, TokenEndpoint
+from mailroom.owners import get_account
 from mailroom.secrets import SecretBox, load_master_key
 from mailroom.store.engine import Store
+from mailroom.store.models import Account
 
 __all__ = [
     "CALLBACK_PATH",
@@ -55,6 +65,7 @@ __all__ = [
     "LABELS",
     "WebClient",
     "finish_web_flow",
+    "own_account",
     "start_web_flow",
     "web_clients",
 ]
@@ -120,6 +131,7 @@ class _Pending:
     verifier: str
     nonce: str
     redirect_uri: str
+    reconnect: str  # "1": new tokens for the existing account ``name``
 
     def binding(self, client_id: str, session_key: str) -> str:
         """What the state is bound to (module docstring)."""
@@ -138,16 +150,24 @@ def start_web_flow(
     address: str,
     redirect_uri: str,
     session_key: str,
+    reconnect: bool = False,
 ) -> tuple[str, str]:
-    """Check the request and begin: (the provider's authorization URL, the cookie value)."""
+    """Check the request and begin: (the provider's authorization URL, the cookie value).
+
+    ``reconnect``: sign the owner's existing account ``name`` of this provider in
+    again (the way out of ``auth_error``) instead of adding one.
+    """
     master_key = load_master_key(settings)  # tokens are sealed with it: check before leaving
     address = check_address(address)
-    name = check_account_name(store, owner, name)
+    if reconnect:
+        name = own_account(store, owner, name, client.provider).name
+    else:
+        name = check_account_name(store, owner, name)
     client.client()  # an unreadable secret file is said now, not after the sign-in
     pkce = new_pkce()
-    pending = _Pending(
-        client.provider, name, address, pkce.verifier, secrets.token_urlsafe(16), redirect_uri
-    )
+    nonce = secrets.token_urlsafe(16)
+    again = "1" if reconnect else ""
+    pending = _Pending(client.provider, name, address, pkce.verifier, nonce, redirect_uri, again)
     state = StateSigner.from_master_key(master_key).issue(
         pending.binding(client.client_id, session_key), ttl=FLOW_SECONDS
     )
@@ -195,6 +215,21 @@ def finish_web_flow(
     tokens = TokenEndpoint(
         client.endpoints.token_url, oauth_client, allowed_hosts=settings.allowed_private_host_list
     ).exchange_code(code, pending.redirect_uri, pending.verifier)
+    scopes = list(client.endpoints.scopes)
+    if pending.reconnect:
+        with store.session() as session:
+            account = own_account(store, owner, pending.name, client.provider, session)
+            replace_tokens(
+                session,
+                account,
+                SecretBox(master_key),
+                address=pending.address,
+                client=oauth_client,
+                token_url=client.endpoints.token_url,
+                scopes=scopes,
+                tokens=tokens,
+            )
+        return client.provider, pending.name
     add_oauth_account(
         store,
         settings,
@@ -204,11 +239,29 @@ def finish_web_flow(
         owner=owner,
         client=oauth_client,
         token_url=client.endpoints.token_url,
-        scopes=list(client.endpoints.scopes),
+        scopes=scopes,
         tokens=tokens,
         origin=origin,
     )
     return client.provider, pending.name
+
+
+def own_account(
+    store: Store, owner: str, name: str, provider: str, session: Session | None = None
+) -> Account:
+    """The owner's account ``name`` of ``provider`` (NotFoundError / ConfigError otherwise)."""
+    if session is None:
+        with store.session() as own:
+            account = own_account(store, owner, name, provider, own)
+            own.expunge(account)
+            return account
+    account = get_account(session, owner, name.strip())
+    if account.provider != provider:
+        raise ConfigError(
+            f"The account {account.name!r} is a {account.provider} account, not "
+            f"{LABELS.get(provider, provider)}; sign it in again with its own button."
+        )
+    return account
 
 
 def _open(box: SecretBox, cookie: str | None) -> _Pending:

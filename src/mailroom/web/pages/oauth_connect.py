@@ -2,6 +2,8 @@
 
 ======================================  =========================================
 ``GET  /accounts/oauth/{provider}``     the form: account name and address
+                                        (``?reconnect=NAME``: that account's, to
+                                        sign it in again after ``auth_error``)
 ``POST /accounts/oauth/{provider}``     checks them, then a redirect to the
                                         provider's sign-in (PKCE, signed state)
 ``GET  /accounts/oauth/callback``       where the provider sends the browser back:
@@ -30,6 +32,7 @@ from mailroom.oauth.web import (
     FLOW_SECONDS,
     LABELS,
     finish_web_flow,
+    own_account,
     start_web_flow,
     web_clients,
 )
@@ -59,6 +62,7 @@ def _form_page(
     status: int = 200,
     error: str | None = None,
     fields: dict[str, str] | None = None,
+    reconnect: bool = False,
 ) -> Response:
     with context(request).store.session() as session:
         frame = layout(as_reader(session), request, user, "accounts")
@@ -71,6 +75,7 @@ def _form_page(
         providers=[(name, LABELS[name]) for name in web_clients(web_settings(request))],
         error=error,
         fields=fields or {"name": "", "address": ""},
+        reconnect=reconnect,
     )
 
 
@@ -84,7 +89,16 @@ def connect_form(request: Request, user: SignedIn) -> Response:
     provider = request.path_params["provider"]
     if provider not in web_clients(web_settings(request)):
         return _unknown(user)
-    return _form_page(request, user, provider)
+    again = request.query_params.get("reconnect")
+    if again is None:
+        return _form_page(request, user, provider)
+    try:
+        account = own_account(context(request).store, user.name, again, provider)
+    except MailroomError as error:
+        return _form_page(request, user, provider, 404, str(error))
+    address = str((account.settings or {}).get("address") or "")
+    fields = {"name": account.name, "address": address}
+    return _form_page(request, user, provider, fields=fields, reconnect=True)
 
 
 @signed_in
@@ -98,6 +112,7 @@ def connect_start(request: Request, user: SignedIn) -> Response:
     if form is None or not same_token(form.get("csrf"), user.csrf_token):
         return page("missing.html", 403, user=user, message=EXPIRED)
     fields = {"name": form.get("name", "")[:200], "address": form.get("address", "")[:320]}
+    again = form.get("reconnect") == "1"
     try:
         url, cookie = start_web_flow(
             context(request).store,
@@ -108,9 +123,10 @@ def connect_start(request: Request, user: SignedIn) -> Response:
             address=fields["address"],
             redirect_uri=str(request.base_url).rstrip("/") + CALLBACK_PATH,
             session_key=user.csrf_token,
+            reconnect=again,
         )
     except MailroomError as error:
-        return _form_page(request, user, client.provider, 400, str(error), fields)
+        return _form_page(request, user, client.provider, 400, str(error), fields, again)
     response = RedirectResponse(url, status_code=303)
     response.set_cookie(
         COOKIE,
