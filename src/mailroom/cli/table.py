@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,6 +49,9 @@ class Column:
 
 
 def _char_width(char: str) -> int:
+    # unicodedata (a shared library) is loaded only for text that is not plain ASCII.
+    import unicodedata
+
     if unicodedata.combining(char):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
@@ -81,6 +83,8 @@ def _clean(text: str) -> str:
     """The cell's text on one line: control characters (newlines, tabs, escapes) as spaces."""
     if text.isprintable():
         return text
+    import unicodedata
+
     return "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
 
 
