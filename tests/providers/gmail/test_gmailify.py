@@ -6,7 +6,7 @@ belong to one owner. Each test runs on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 from sqlalchemy import delete, func, select
@@ -72,9 +72,29 @@ def sibling(store: Store, settings: Settings, sibling_box: Mailbox, gmail_accoun
     return account_id
 
 
+@dataclass
+class Linked:
+    """The owner's Gmail account and its IMAP sibling, and a rule: mail from alice gets
+    the label Ruled."""
+
+    store: Store
+    settings: Settings
+    gmail: GmailEmulator
+    gmail_account: int
+    sibling: int
+    box: Mailbox
+
+
 @pytest.fixture
-def ruled(store: Store, gmail_account: int) -> Iterator[None]:
-    """A rule of the owner: mail from alice gets the label Ruled."""
+def linked(
+    store: Store,
+    settings: Settings,
+    gmail_emulator: GmailEmulator,
+    gmail_account: int,
+    sibling: int,
+    sibling_box: Mailbox,
+) -> Linked:
+    """Both accounts of one owner, and the owner's rule."""
     with store.session() as session:
         user_id = session.scalars(select(Account.user_id).where(Account.id == gmail_account)).one()
         add_rule(
@@ -82,7 +102,7 @@ def ruled(store: Store, gmail_account: int) -> Iterator[None]:
             user_id,
             parse_rule("alice", {"from": "alice"}, [{"type": "label", "label": "Ruled"}]),
         )
-    yield
+    return Linked(store, settings, gmail_emulator, gmail_account, sibling, sibling_box)
 
 
 def fetch_imap(store: Store, settings: Settings, account_id: int) -> None:
@@ -175,17 +195,11 @@ def test_the_topmost_sibling_named_in_delivery_headers_has_the_claim() -> None:
     assert claimant([("Envelope-To", SIBLING)], [sib]) == sib
 
 
-def test_gmail_first_the_sibling_takes_the_row_over_without_the_pipeline(
-    store: Store,
-    settings: Settings,
-    gmail_emulator: GmailEmulator,
-    gmail_account: int,
-    sibling: int,
-    sibling_box: Mailbox,
-    ruled: None,
-) -> None:
+def test_gmail_first_the_sibling_takes_the_row_over_without_the_pipeline(linked: Linked) -> None:
     """Stored by Gmail first, the message moves to the sibling when its IMAP sync sees it:
     same row, the sibling's location, one JMAP "created" ever, the rule not run again."""
+    store, settings, gmail_emulator = linked.store, linked.settings, linked.gmail
+    gmail_account, sibling, sibling_box = linked.gmail_account, linked.sibling, linked.box
     raw = original("g1")
     gmail_id = gmail_emulator.add_message(fetched_by_gmail(raw), ["INBOX", "UNREAD"])
     fetch_gmail(store, settings, gmail_account)
@@ -206,17 +220,11 @@ def test_gmail_first_the_sibling_takes_the_row_over_without_the_pipeline(
     assert not gmail_emulator.calls("messages.get")
 
 
-def test_imap_first_gmail_does_not_store_it_again(
-    store: Store,
-    settings: Settings,
-    gmail_emulator: GmailEmulator,
-    gmail_account: int,
-    sibling: int,
-    sibling_box: Mailbox,
-    ruled: None,
-) -> None:
+def test_imap_first_gmail_does_not_store_it_again(linked: Linked) -> None:
     """Stored by the sibling's IMAP sync first, the Gmail copy is attached to that row: no
     second row, no second "created", the rule not run again, the id in the ledger."""
+    store, settings, gmail_emulator = linked.store, linked.settings, linked.gmail
+    gmail_account, sibling, sibling_box = linked.gmail_account, linked.sibling, linked.box
     raw = original("i1")
     sibling_box.append("INBOX", raw)
     fetch_imap(store, settings, sibling)
@@ -233,16 +241,11 @@ def test_imap_first_gmail_does_not_store_it_again(
     assert rows(store, "i1") == [(row, sibling)]
 
 
-def test_send_as_forwarded_and_drafts_belong_to_the_gmail_account(
-    store: Store,
-    settings: Settings,
-    gmail_emulator: GmailEmulator,
-    gmail_account: int,
-    sibling: int,
-    sibling_box: Mailbox,
-) -> None:
+def test_send_as_forwarded_and_drafts_belong_to_the_gmail_account(linked: Linked) -> None:
     """Mail sent from the sibling's address, mail forwarded from an address not connected
     here and drafts stay in the Gmail account, even when the sibling's server has a copy."""
+    store, settings, gmail_emulator = linked.store, linked.settings, linked.gmail
+    gmail_account, sibling, sibling_box = linked.gmail_account, linked.sibling, linked.box
     sent = make_message(
         "From me", sender=SIBLING, to="friend@example.org", message_id="<s1@example.org>"
     )

@@ -46,10 +46,10 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from mailroom.categories.explaining import addresses_in
+from mailroom.ingest.mirror import ChangeSet
 from mailroom.ingest.model import IncomingMessage
 from mailroom.mime.msgids import normalize_message_id
 from mailroom.providers.gmail.skipped import LINKED, SkippedEntry, record_skipped
-from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.keys import id_key
 from mailroom.store.models import Account, Message, MessageBody, MessageLocation
@@ -293,11 +293,4 @@ def _move(
     now = datetime.now(UTC)
     for gmail_account, entries in ledger.items():
         record_skipped(session, gmail_account, entries, now)
-    moved = sorted(claimed.values())
-    changelog.record(session, user_id, "Email", moved, "updated")
-    threads = session.scalars(
-        select(Message.thread_id)
-        .where(Message.id.in_(moved), Message.thread_id.is_not(None))
-        .distinct()
-    ).all()
-    changelog.record(session, user_id, "Thread", sorted(t for t in threads if t), "updated")
+    ChangeSet(emails=set(claimed.values())).record(session, user_id)  # and their threads
