@@ -1,10 +1,11 @@
 """Start-up of every read command: whole-process wall time, median of N, with hyperfine.
 
     python bench/cli_startup.py [--src DIR] [--store DIR] [--runs 10] [--only NAME ...]
+                                [--baseline-src OLD_SRC --baseline-store DIR]
 
 Builds a store of its own (once, in ``--store``, default ``bench/.work/cli-store``):
 samples/demo-maildir imported, three rules added with the CLI plus one stored
-invalid and one switched off, three API tokens (one expiring), two tabs off, and —
+invalid and one switched off, two API tokens (one expiring), two tabs off, and —
 written with SQL, as they cannot be made offline — two webhook endpoints (one
 disabled) with a dead delivery and one failed send. Then runs each read command
 with ``hyperfine -N -w 2 -r RUNS`` (Debian's ``hyperfine``) as
@@ -12,8 +13,10 @@ with ``hyperfine -N -w 2 -r RUNS`` (Debian's ``hyperfine``) as
 another tree's ``src`` measures that tree against the same store, which must be
 at its schema), byte-code cached (``PYTHONDONTWRITEBYTECODE`` unset, the tree
 compiled first), and prints one Markdown row per command: median and mean wall
-time, mean user + system CPU. Reads only its own store; prints the load average
-before and after.
+time, mean user + system CPU. With ``--baseline-src OLD`` (and ``--baseline-store``,
+built by that tree) each command of the other tree is timed just before this
+tree's, so both see the same load. Reads only its own stores; prints the load
+average before and after.
 """
 
 from __future__ import annotations
@@ -114,53 +117,63 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+def timed(commands: list[str], runs: int, env: dict[str, str]) -> list[dict[str, float]]:
+    """hyperfine's figures (ms) for each command, run one after the other (-N: no shell)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run(
+            ["hyperfine", "-N", "-w", "2", "-r", str(runs), "--export-json", out.name]
+            + ["--output", "null", *commands],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        results = json.loads(Path(out.name).read_text())["results"]
+    keys = ("median", "mean", "stddev", "user", "system")
+    return [{key: result[key] * 1000 for key in keys} for result in results]
+
+
+def invocation(src: Path, store: Path, args: list[str]) -> str:
+    """One run of the CLI of the tree ``src`` on ``store`` (``env`` sets them without a shell)."""
+    return " ".join(
+        ["env", f"PYTHONPATH={src}", f"MAILROOM_DATA_DIR={store}"]
+        + [sys.executable, "-m", "mailroom", *args]
+    )
+
+
 def main() -> None:
-    """Build the store if needed, time each command, print the table."""
+    """Build the store(s) if needed, time each command, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, default=ROOT / "src")
     parser.add_argument("--store", type=Path, default=ROOT / "bench" / ".work" / "cli-store")
+    parser.add_argument("--baseline-src", type=Path, help="another tree, timed just before")
+    parser.add_argument("--baseline-store", type=Path, help="its store (built by that tree)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--only", nargs="*", help="command names (keys of the table) to time")
     options = parser.parse_args()
-    src, store = options.src.resolve(), options.store.resolve()
-    env = environment(src, store)
-    compileall.compile_dir(src, quiet=1)
-    if not (store / "mailroom.sqlite3").exists():
-        store.parent.mkdir(parents=True, exist_ok=True)
-        build_store(env, store)
+    trees = [(options.src.resolve(), options.store.resolve())]
+    if options.baseline_src is not None:
+        baseline_store = options.baseline_store or ROOT / "bench" / ".work" / "cli-store-baseline"
+        trees.insert(0, (options.baseline_src.resolve(), baseline_store.resolve()))
+    for src, store in trees:
+        compileall.compile_dir(src, quiet=1)
+        if not (store / "mailroom.sqlite3").exists():
+            store.parent.mkdir(parents=True, exist_ok=True)
+            build_store(environment(src, store), store)
+    env = environment(*trees[-1])
     print(f"load average before: {load()}")
-    print("| command | median | mean ± σ | CPU (user + sys) |")
-    print("| --- | --- | --- | --- |")
+    titles = ["baseline", "this tree"] if len(trees) == 2 else ["this tree"]
+    print("| command | " + " | ".join(f"{t}: median / mean ± σ / CPU" for t in titles) + " |")
+    print("| --- |" + " --- |" * len(titles))
     for name, args in COMMANDS.items():
         if options.only and name not in options.only:
             continue
-        with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            command = " ".join([sys.executable, "-m", "mailroom", *args])
-            subprocess.run(
-                [
-                    "hyperfine",
-                    "-N",
-                    "-w",
-                    "2",
-                    "-r",
-                    str(options.runs),
-                    "--export-json",
-                    out.name,
-                    "--output",
-                    "null",
-                    command,
-                ],
-                env=env,
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
-            result = json.loads(Path(out.name).read_text())["results"][0]
-        ms = {key: result[key] * 1000 for key in ("median", "mean", "stddev", "user", "system")}
-        print(
-            f"| `mailroom {name}` | {ms['median']:.0f} ms | {ms['mean']:.0f} ± {ms['stddev']:.0f}"
-            f" ms | {ms['user'] + ms['system']:.0f} ms |",
-            flush=True,
-        )
+        figures = timed([invocation(src, store, args) for src, store in trees], options.runs, env)
+        cells = [
+            f"{ms['median']:.0f} / {ms['mean']:.0f} ± {ms['stddev']:.0f} / "
+            f"{ms['user'] + ms['system']:.0f} ms"
+            for ms in figures
+        ]
+        print(f"| `mailroom {name}` | " + " | ".join(cells) + " |", flush=True)
     print(f"load average after: {load()}")
 
 
