@@ -7,7 +7,7 @@ ENV_FILE ?= .env
 HOST ?= 127.0.0.1
 PORT ?= 8025
 
-.PHONY: demo demo-env test test-all lint bench clean
+.PHONY: demo demo-env test test-all lint bench fuzz clean
 
 $(BIN)/.installed: pyproject.toml
 	@bash scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
@@ -41,6 +41,16 @@ test: $(BIN)/.installed
 test-all: $(BIN)/.installed
 	@bash scripts/test-services.sh
 	@$(BIN)/pytest -q -m ''
+
+## fuzz: run each fuzz harness (MIME parser, IMAP FETCH reader, JMAP request parser) for
+## FUZZ_SECONDS (600) seconds; inputs that break a contract land in fuzz/crashes/<name>/
+FUZZ_SECONDS ?= 600
+fuzz: $(BIN)/.installed
+	@$(BIN)/pip install -q -e '.[fuzz]' || echo "atheris could not be installed; the harnesses use their plain random-mutation loop."
+	@for harness in mime fetch jmap_request; do \
+	  echo "== fuzz.$$harness for $(FUZZ_SECONDS) s"; \
+	  $(BIN)/python -m fuzz.$$harness --seconds $(FUZZ_SECONDS) || exit 1; \
+	done
 
 lint: $(BIN)/.installed
 	@$(BIN)/ruff check src tests bench

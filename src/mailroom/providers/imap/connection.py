@@ -38,13 +38,12 @@ from imapclient.exceptions import (  # type: ignore[import-untyped]
     LoginError,
 )
 from imapclient.imapclient import _parse_untagged_response  # type: ignore[import-untyped]
-from imapclient.response_parser import parse_fetch_response  # type: ignore[import-untyped]
 
 from mailroom.errors import ProviderError
 from mailroom.providers import netguard
 from mailroom.providers.base import AuthError, TransientError
 from mailroom.providers.imap.account import ImapConfig
-from mailroom.providers.imap.fetchparse import parse_fetch
+from mailroom.providers.imap.fetchparse import MalformedFetch, read_fetch
 from mailroom.providers.imap.mirror import normalize_flags
 
 __all__ = [
@@ -375,11 +374,12 @@ class ImapConnection:
             if typ != "OK":
                 raise CommandError(f"The server refused to fetch messages: {_short_data(data)}.")
             typ, data = self.imap._untagged_response(typ, data, "FETCH")
-            fast = parse_fetch(data)
-            if fast is not None:
-                return fast
-            parsed = parse_fetch_response(data, False, True)
-        return {int(uid): dict(values) for uid, values in parsed.items()}
+            try:
+                return read_fetch(data)
+            except MalformedFetch as exc:
+                raise CommandError(
+                    f"The server's answer to fetching messages cannot be read ({exc})."
+                ) from None
 
     def take_vanished(self) -> list[int]:
         """UIDs the server reported as VANISHED in the selected folder since the last call."""

@@ -19,20 +19,26 @@ from datetime import datetime
 from typing import Any
 
 from imapclient.datetime_util import parse_to_datetime  # type: ignore[import-untyped]
+from imapclient.response_parser import parse_fetch_response  # type: ignore[import-untyped]
 
-__all__ = ["parse_fetch"]
+__all__ = ["MalformedFetch", "parse_fetch", "read_fetch", "usable_date"]
 
+# Spaces are IMAPClient's four; an atom stops where IMAPClient's lexer stops one (a
+# control character or ``%`` is a token of its own there), so a response with those
+# outside quotes or brackets matches nothing and is left to IMAPClient (fuzz/fetch.py).
 _TOKEN = re.compile(
     rb"""[ \t\r\n]*(?:
         (?P<open>\()
       | (?P<close>\))
       | (?P<quoted>"(?:[^"\\]|\\.)*")
-      | (?P<atom>[^\s()"\[\]{]+(?:\[[^\]]*\][^\s()"]*)?)
+      | (?P<atom>[^ \t\r\n()"\[\]{%\x00-\x1f]+(?:\[[^\]]*\][^ \t\r\n()"\[\]{%\x00-\x1f]*)*)
       | (?P<literal>\{[0-9]+\}$)
     )""",
     re.VERBOSE,
 )
 _TRAILING_SPACE = re.compile(rb"[ \t\r\n]*")
+# Inside a quoted string IMAPClient drops the backslash before ``"`` and ``\``.
+_QUOTED_ESCAPE = re.compile(rb'\\(["\\])')
 # Items IMAPClient turns into objects of its own; the fast path leaves them to it.
 _CONVERTED = frozenset({b"ENVELOPE", b"BODY", b"BODYSTRUCTURE"})
 
@@ -69,6 +75,8 @@ def _tokens(data: list[Any]) -> list[Any]:
             elif kind == "literal":
                 announced = int(match.group("literal")[1:-1])
             elif kind is not None:
+                if kind == "atom" and text[position : position + 1] == b"{":
+                    raise _Unsupported  # IMAPClient reads "N{0}" as one atom, not N and a literal
                 out.append((kind, match.group(kind)))
         if literal is not None:
             if not isinstance(literal, bytes) or announced != len(literal):
@@ -96,7 +104,7 @@ def _value(tokens: list[Any], index: int) -> tuple[Any, int]:
     if kind == "literal":
         return text, index + 1
     if kind == "quoted":
-        return text[1:-1], index + 1
+        return _QUOTED_ESCAPE.sub(rb"\1", text[1:-1]), index + 1
     if text == b"NIL":
         return None, index + 1
     if text.isdigit() and (text[:1] != b"0" or len(text) == 1):
@@ -109,9 +117,24 @@ def _internaldate(value: Any) -> datetime | None:
         return None
     try:
         parsed: datetime = parse_to_datetime(value, normalise=False)  # IMAPClient's reading
-        return parsed
-    except ValueError:
+    except (ValueError, OverflowError):  # a year or offset of 20 digits (found by fuzzing)
         return None
+    return usable_date(parsed)
+
+
+def usable_date(value: Any) -> Any:
+    """``value``, or None for a date whose zone offset is a day or more (e.g. ``-9900``).
+
+    IMAPClient builds such a datetime without complaint, but every use of it
+    (comparing, ``astimezone``) raises ValueError; found by fuzzing
+    (``fuzz/fetch.py``). Both readers give None instead, as for a missing date.
+    """
+    if isinstance(value, datetime):
+        try:
+            value.utcoffset()
+        except ValueError:
+            return None
+    return value
 
 
 def parse_fetch(data: list[Any]) -> dict[int, dict[bytes, Any]] | None:
@@ -148,3 +171,28 @@ def parse_fetch(data: list[Any]) -> dict[int, dict[bytes, Any]] | None:
         return result
     except (_Unsupported, IndexError, ValueError, TypeError):
         return None
+
+
+class MalformedFetch(Exception):
+    """A FETCH response that neither this reader nor IMAPClient's can read."""
+
+
+def read_fetch(data: list[Any]) -> dict[int, dict[bytes, Any]]:
+    """UID → {item: value}: the fast reader, else IMAPClient's; MalformedFetch if neither reads it.
+
+    IMAPClient's parser answers a malformed response with whatever it runs
+    into (ProtocolError, ValueError, AttributeError, ...; found by fuzzing,
+    ``fuzz/fetch.py``); that becomes the one MalformedFetch here.
+    """
+    fast = parse_fetch(data)
+    if fast is not None:
+        return fast
+    try:
+        parsed = parse_fetch_response(data, False, True)
+        found = {int(uid): dict(values) for uid, values in parsed.items()}
+    except Exception as exc:  # noqa: BLE001 - any failure of the parser is a malformed response
+        raise MalformedFetch(str(exc) or type(exc).__name__) from None
+    for values in found.values():
+        if b"INTERNALDATE" in values:
+            values[b"INTERNALDATE"] = usable_date(values[b"INTERNALDATE"])
+    return found
