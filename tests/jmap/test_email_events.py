@@ -53,3 +53,17 @@ def test_plain_rfc_8621_clients_see_no_events(store: Store, client: Jmap, alice:
     assert "events" not in with_capability["list"][0]
     refused = client.call("Email/get", {"ids": [flight], "properties": ["id", "events"]})
     assert refused["error"]["type"] == "invalidArguments"
+
+
+def test_found_events_move_the_email_state(store: Store, client: Jmap, alice: Person) -> None:
+    """Emails that gained events are 'updated' in Email/changes; a rerun moves nothing."""
+    result = ingest(
+        store, (alice.user_id, alice.account_id, alice.inbox), [("air", sample_mail("airline"))]
+    )
+    before = client.state("Email")
+    extract_events(store, result.created_ids)
+    changes = client.call("Email/changes", {"sinceState": before})
+    assert changes["updated"] == [email_id(result.created_ids[0])]
+    after = client.state("Email")
+    extract_events(store, result.created_ids)
+    assert client.state("Email") == after

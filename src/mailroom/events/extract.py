@@ -6,7 +6,9 @@ ingest transaction, and :func:`backfill_events` runs the same code over mail
 already stored. Must be idempotent: rows are unique per ``(message_id,
 position)`` and inserted with ``ON CONFLICT DO NOTHING``, so a retried job, a
 second worker or a backfill after live extraction adds nothing. Only HTML that
-mentions JSON-LD or microdata is read from the store at all.
+mentions JSON-LD or microdata is read from the store at all. A message that
+gained events is an updated Email in the change log (its JMAP ``events``
+property changed), in the same transaction.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.events.schema import FoundEvent, events_from_items
 from mailroom.events.structured import structured_items
+from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.engine import Store
 from mailroom.store.models import Message, MessageBody, MessageEvent, User, utcnow
@@ -71,9 +74,13 @@ def store_events(session: Session, message_ids: Sequence[int]) -> ExtractResult:
         )
     if new:
         inserted = insert_ignoring_conflicts(
-            session, MessageEvent, new, ["message_id", "position"], ("id",)
+            session, MessageEvent, new, ["message_id", "position"], ("user_id", "message_id")
         )
         result.events = len(inserted)
+        # `events` is an Email property (urn:mailroom:jmap:events): its state moves.
+        for user_id in {user for user, _ in inserted}:
+            changed = sorted({mid for user, mid in inserted if user == user_id})
+            changelog.record(session, user_id, "Email", changed, "updated")
     return result
 
 
