@@ -75,3 +75,20 @@ def test_backfill_command_reports_what_it_found(store: Store) -> None:
     again = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert first.output.strip() == "4 messages with structured data read; 5 new events."
     assert again.output.strip() == "4 messages with structured data read; 0 new events."
+
+
+def test_control_characters_never_reach_the_store(store: Store) -> None:
+    """NUL and other control characters in a sender's JSON-LD are dropped (PostgreSQL stores it)."""
+    from tests.factories import make_message
+    from tests.helpers import ingest
+
+    html = (
+        '<script type="application/ld+json">{"@type": "Event", "name": "A\\u0000B\\u001bC",'
+        ' "startDate": "2027-01-01T10:00:00Z", "location": "Hall\\u0007 1"}</script>'
+    )
+    account = make_account(store)
+    result = ingest(store, account, [("nul", make_message("nul@x", html=html))])
+    extract_events(store, result.created_ids)
+    with store.session() as session:
+        event = session.scalars(select(MessageEvent)).one()
+    assert (event.summary, event.location) == ("A B C", "Hall 1")

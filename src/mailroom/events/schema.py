@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo
 MAX_FIELD = 500  # characters of a summary or location
 MAX_SOURCE = 64_000  # characters of an item's JSON kept as its source
 _EARLIEST, _LATEST = 1970, 2200
+_CONTROLS = {code: " " for code in [*range(32), 127]}
 
 RESERVATIONS = {
     "EventReservation",
@@ -257,7 +258,7 @@ def _place(value: Any) -> str:
     """A readable place: the name and the address of a Place, or the text given."""
     value = _first(value)
     if isinstance(value, str):
-        return " ".join(value.split())
+        return _plain(value)[:MAX_FIELD]
     if not isinstance(value, dict):
         return ""
     name = _text(value.get("name"))
@@ -309,8 +310,16 @@ def _text(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return ""
     if isinstance(value, int | float | str):
-        return " ".join(str(value).split())[:MAX_FIELD]
+        return _plain(str(value))[:MAX_FIELD]
     return ""
+
+
+def _plain(text: str) -> str:
+    """One line of text: whitespace runs as one space, control characters gone.
+
+    PostgreSQL refuses NUL in text, and RFC 5545 allows no control characters.
+    """
+    return " ".join(text.translate(_CONTROLS).split())
 
 
 def _source(item: dict[str, Any]) -> dict[str, Any]:
