@@ -311,7 +311,7 @@ def _wait_for_workers(ahead: LookAhead) -> None:
     import time
 
     deadline = time.monotonic() + 30
-    while not all(started.done() for started in ahead.pool._started):
+    while not ahead.pool.up():
         assert time.monotonic() < deadline, "the parse worker did not start"
         time.sleep(0.01)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +23,7 @@ ITEMS = [(raw, None) for raw in all_samples()] + [
 
 def _wait_until_started(pool: ParsePool) -> None:
     deadline = time.monotonic() + 30
-    while not all(started.done() for started in pool._started):
+    while not pool.up():
         assert time.monotonic() < deadline, "the parse workers did not start"
         time.sleep(0.01)
 
@@ -66,3 +68,27 @@ def test_workers_do_not_run_the_main_script(
     assert parsed == [parse_message(raw) for raw, _ in ITEMS]
     assert "worker" not in caplog.text  # parsed by the worker, not by the fallback
     assert sys.modules["__main__"].__file__ == str(script)  # put back after the start
+
+
+def test_the_pool_starts_its_workers_without_making_the_caller_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the workers are still starting the constructor has returned; batches parse inline."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    release = threading.Event()
+    original = ProcessPoolExecutor.submit
+
+    def slow_start(self: ProcessPoolExecutor, fn: Any, /, *args: Any) -> Any:
+        release.wait(30)  # the forkserver taking its time to import
+        return original(self, fn, *args)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", slow_start)
+    with ParsePool(PARALLEL_FROM, workers=1) as pool:
+        assert not pool.up()
+        inline = pool.submit(ITEMS[:3])
+        assert inline.done()  # parsed here, at once
+        assert inline.result() == [parse_message(r) for r, _ in ITEMS[:3]]
+        release.set()
+        _wait_until_started(pool)
+        assert pool.call(os.getpid) is not None  # the workers take work now

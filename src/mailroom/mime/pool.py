@@ -9,8 +9,9 @@ Cheap to start: the workers fork from a forkserver that has imported only
 of a second and share most of their memory. They are also kept from
 re-running the main script (multiprocessing does that to find functions
 defined there; ours live here): for the ``mailroom`` command that would
-import the whole CLI into every worker. Until they have started, batches
-are parsed in the calling process, which would otherwise wait. Small imports
+import the whole CLI into every worker. They start in the background (a
+thread waits for the forkserver); until they are up, batches are parsed in
+the calling process, which would otherwise wait. Small imports
 parse inline throughout (starting processes costs more than it saves). A
 worker failure never loses a message: the batch is simply parsed inline
 instead.
@@ -22,6 +23,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -71,12 +73,33 @@ class ParsePool:
         count = workers or min(4, (os.cpu_count() or 1) - 1)
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[Future[bool]] = []
+        self._launcher: threading.Thread | None = None
+        self._launched = threading.Event()
         if expected_messages >= PARALLEL_FROM and count >= 1:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["mailroom.mime", *preload])
             self._pool = ProcessPoolExecutor(count, mp_context=context)
+            # Starting the workers waits for the forkserver to import its modules (0.3 s
+            # on a quiet machine, over a second on a busy one): a thread waits for it, so
+            # the caller gets on with its first batches meanwhile.
+            self._launcher = threading.Thread(
+                target=self._launch, args=(self._pool, count), name="parse-pool-start", daemon=True
+            )
+            self._launcher.start()
+
+    def _launch(self, pool: ProcessPoolExecutor, count: int) -> None:
+        try:
             with _main_script_hidden():  # the workers start on these submits
-                self._started = [self._pool.submit(_ready) for _ in range(count)]
+                self._started = [pool.submit(_ready) for _ in range(count)]
+        except Exception:  # no workers then (``up`` stays False): everything is parsed inline
+            log.warning("The parse workers could not be started; parsing in this process")
+        finally:
+            self._launched.set()
+
+    def up(self) -> bool:
+        """Whether the workers have started (until then :meth:`call` returns None)."""
+        started = self._started
+        return self._launched.is_set() and bool(started) and all(f.done() for f in started)
 
     def __enter__(self) -> ParsePool:
         return self
@@ -87,6 +110,8 @@ class ParsePool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._launcher is not None:
+            self._launcher.join()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -100,7 +125,7 @@ class ParsePool:
 
     def call(self, function: Callable[..., T], *args: Any) -> Future[T] | None:
         """Run ``function(*args)`` in a worker; None while no worker is up (or none at all)."""
-        if self._pool is None or not all(started.done() for started in self._started):
+        if self._pool is None or not self.up():
             return None
         try:
             return self._pool.submit(function, *args)
