@@ -138,3 +138,16 @@ def test_real_dovecot_responses_read_like_imapclient(mailbox: Mailbox) -> None:
             assert conn.fetch("1:*", items) == fast  # what the connection hands out
     finally:
         conn.close()
+
+
+def test_an_envelope_survives_pickling() -> None:
+    """Envelopes pickle as plain tuples and come back equal, with or without Gmail's facts."""
+    import pickle
+    from datetime import UTC, datetime
+
+    from mailroom.providers.imap.fetcher import Envelope
+    from mailroom.providers.imap.gmail_ext import GmailFacts
+
+    plain = Envelope(7, 1234, "<a@b>", frozenset({"\\Seen"}), datetime(2026, 1, 2, tzinfo=UTC))
+    gmail = Envelope(8, 99, None, frozenset(), None, GmailFacts(1, 2, ("\\Inbox",)))
+    assert pickle.loads(pickle.dumps([plain, gmail])) == [plain, gmail]

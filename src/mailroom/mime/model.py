@@ -34,6 +34,20 @@ class Attachment:
     disposition: str | None
     part_path: str
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as a plain tuple (see ``ParsedMessage.__reduce__``)."""
+        return (
+            Attachment,
+            (
+                self.filename,
+                self.content_type,
+                self.size,
+                self.content_id,
+                self.disposition,
+                self.part_path,
+            ),
+        )
+
 
 @dataclass(slots=True)
 class ParsedMessage:

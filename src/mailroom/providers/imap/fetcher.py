@@ -89,6 +89,15 @@ class Envelope:
     internaldate: datetime | None
     gmail: GmailFacts | None = None  # when the server speaks Gmail's extensions
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as a plain tuple: the look-ahead worker sends a page's envelopes back, and
+        the default for slotted dataclasses (``fields()`` per object) cost it more than
+        reading them from the socket."""
+        return (
+            Envelope,
+            (self.uid, self.size, self.message_id, self.flags, self.internaldate, self.gmail),
+        )
+
     @property
     def provider_id(self) -> str | None:
         """Gmail's X-GM-MSGID, else from the Message-ID (else the body decides)."""
