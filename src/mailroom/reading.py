@@ -118,7 +118,11 @@ class MessageFilter:
             )
             params["label"] = self.label_id
         if self.category is not None:
-            conditions.append("messages.category = :category")
+            # Mail held for the assistant's verdict is in no tab yet (mailroom.assistant.hold).
+            conditions.append(
+                "messages.category = :category AND (messages.category_held_at IS NULL "
+                "OR messages.category_released_at IS NOT NULL)"
+            )
             params["category"] = self.category
         if self.unread:
             conditions.append("messages.seen_at IS NULL")

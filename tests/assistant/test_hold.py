@@ -102,8 +102,8 @@ def test_no_hold_while_importing_for_an_owner_without_it_or_without_a_model(
 def test_held_mail_is_in_no_tab_and_a_held_reply_leaves_its_thread_in_place(
     store: Store, holding: None
 ) -> None:
-    """A held new thread is missing from the web's Primary tab and from JMAP's category
-    filter; a held reply leaves its thread in its tab and out of nothing."""
+    """A held new thread is missing from the web's Primary tab, JMAP's category filter and
+    `mailroom list --tab`; a held reply leaves its thread in its tab."""
     owner = make_owner(store, assistant=False)
     first = incoming(owner, "first", "the plan")
     commit_batch(store, owner.account_id, owner.user_id, [first])
@@ -139,8 +139,19 @@ def test_held_mail_is_in_no_tab_and_a_held_reply_leaves_its_thread_in_place(
         jmap = EmailFilter(session, owner.user_id, {"inbox": owner.inbox}, tabs=True)
         compiled = jmap.compile({"category": "primary"})
         found = set(session.scalars(select(Message.provider_id).where(compiled)))
+    from mailroom.reading import MessageFilter, list_messages
+
     assert new_thread not in shown and len(shown) == 1
     assert found == {"first", "reply"}  # the reply's thread stays in Primary; "new" is in none
+    with store.session() as session:  # `mailroom list --tab primary`: no held message
+        listed_ids = {
+            row["id"]
+            for row in list_messages(
+                session, owner.user_id, where=MessageFilter(category="primary")
+            )
+        }
+        first_id = session.scalar(select(Message.id).where(Message.provider_id == "first"))
+    assert listed_ids == {first_id}
 
 
 def test_the_sweep_and_the_delayed_job_release_through_one_releaser(
