@@ -1,7 +1,8 @@
 """``mailroom gmail skipped [ACCOUNT] [--forget]``: what the Gmail API could not give.
 
 Lists the skipped ledger of one Gmail account (or of every Gmail account of
-the owner) grouped by kind (chats, ids that answered 404), as a plain table
+the owner) grouped by kind (chats, ids that answered 404, messages a linked
+account of the owner holds: Gmailify), as a plain table
 or ``--format json``; ``--forget`` deletes an account's rows so the next
 listing asks Gmail about those messages again.
 """
@@ -18,7 +19,13 @@ import click
 from mailroom.cli.context import AppContext, format_option, pass_app, plain_errors
 from mailroom.config import DEFAULT_OWNER
 from mailroom.errors import NotFoundError
-from mailroom.providers.gmail.skipped_listing import CHAT, NOT_FOUND, SkippedRecord, list_skipped
+from mailroom.providers.gmail.skipped_listing import (
+    CHAT,
+    LINKED,
+    NOT_FOUND,
+    SkippedRecord,
+    list_skipped,
+)
 from mailroom.reading import user_id
 from mailroom.store.reader import Reader
 
@@ -28,7 +35,11 @@ __all__ = ["gmail_group"]
 # commands do; only --forget, which deletes rows, opens the store through SQLAlchemy.
 
 GMAIL = "gmail"  # the provider name of Gmail API accounts
-KIND_TITLES = {CHAT: "Chats", NOT_FOUND: "Listed but not found (404)"}
+KIND_TITLES = {
+    CHAT: "Chats",
+    NOT_FOUND: "Listed but not found (404)",
+    LINKED: "Stored by a linked account (Gmailify)",
+}
 _COLUMNS = ("account", "id", "from", "labels", "last seen", "reason")
 _CELL_WIDTH = 40  # a table cell longer than this is cut with "…"; JSON has it whole
 
