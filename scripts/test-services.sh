@@ -263,6 +263,28 @@ ensure_postgres() {
     fi
 }
 
+pg_tool_major() { # the major version of pg_dump or pg_restore on PATH, or nothing
+    command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep -oE '[0-9]+' | head -1
+}
+
+ensure_pg_client() { # `mailroom backup` needs pg_dump/pg_restore at least as new as the server
+    pg_answers || return
+    local psql server dump restore
+    psql="$(command -v psql || true)"
+    [[ -z "$psql" ]] && psql="$(pg_bin_dir 2>/dev/null)/psql"
+    server="$(PGCONNECT_TIMEOUT=3 "$psql" "$(pg_libpq_url)" -X -Atq -c 'show server_version_num' 2>/dev/null)"
+    server=$((${server:-0} / 10000))
+    dump="$(pg_tool_major pg_dump)" restore="$(pg_tool_major pg_restore)"
+    if ((server > 0)) && ((${dump:-0} >= server && ${restore:-0} >= server)); then
+        return
+    fi
+    apt_install "postgresql-client-$server" || apt_install postgresql-client
+    dump="$(pg_tool_major pg_dump)" restore="$(pg_tool_major pg_restore)"
+    if ! ((${dump:-0} >= server && ${restore:-0} >= server)); then
+        FAILED+=("pg_dump/pg_restore $server or newer (package postgresql-client-$server) is not installed and could not be installed.")
+    fi
+}
+
 # -------------------------------------------------------------------- Redis
 
 R_HOST='' R_PORT='' R_PASSWORD=''
@@ -410,6 +432,7 @@ stop)
 esac
 
 ensure_postgres
+ensure_pg_client
 ensure_redis
 ensure_dovecot
 ensure_swaks

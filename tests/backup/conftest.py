@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,16 @@ from sqlalchemy import create_engine, text
 
 from mailroom.backup.keys import BackupKey
 from mailroom.store.engine import Store
+from tests.conftest import service_missing
+
+
+@pytest.fixture
+def pg_tools(store: Store) -> None:
+    """PostgreSQL backups need pg_dump and pg_restore (scripts/test-services.sh installs them)."""
+    if store.dialect == "postgresql":
+        for tool in ("pg_dump", "pg_restore"):
+            if shutil.which(tool) is None:
+                service_missing(tool, "package postgresql-client")
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ from mailroom.errors import ConfigError
 from mailroom.store.engine import Store, open_store
 from tests.jmap.conftest import Jmap, Person, run_server, seed
 
+pytestmark = pytest.mark.usefixtures("pg_tools")
+
 
 def _view(store: Store, people: list[Person]) -> dict[str, Any]:
     """What each person's JMAP client sees over real HTTP: ids, states, counts, mail."""
