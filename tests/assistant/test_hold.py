@@ -18,7 +18,7 @@ from mailroom.ingest import IncomingMessage, commit_batch
 from mailroom.jobs.assistant import AssistantJobs
 from mailroom.jobs.queues import make_queues
 from mailroom.jobs.runtime import Runtime
-from mailroom.listing import View, thread_page
+from mailroom.listing import View, tab_unread, thread_page
 from mailroom.store.engine import Store
 from mailroom.store.models import Change, Message, Thread, utcnow
 from tests.assistant.helpers import OWNER, incoming, make_owner, thread_tabs
@@ -151,7 +151,9 @@ def test_held_mail_is_in_no_tab_and_a_held_reply_leaves_its_thread_in_place(
             )
         }
         first_id = session.scalar(select(Message.id).where(Message.provider_id == "first"))
+        unread = tab_unread(session, owner.user_id, owner.inbox)
     assert listed_ids == {first_id}
+    assert unread == {"primary": 1}  # the tabs bar counts the first thread, not the held one
 
 
 def test_the_sweep_and_the_delayed_job_release_through_one_releaser(
