@@ -59,7 +59,21 @@ class AssistantConfig:
                 "MAILROOM_ASSISTANT=openai needs MAILROOM_ASSISTANT_URL and "
                 "MAILROOM_ASSISTANT_MODEL (the endpoint and the model name); set both."
             )
+        if adapter == "offline":
+            _offline_installed()
         return cls(adapter, settings.hold_max_seconds)
+
+
+def _offline_installed() -> None:
+    """Refuse, in one sentence, an offline assistant without the 'assistant' extra."""
+    try:
+        from mailroom.assistant.embedding import model_files
+    except ImportError as exc:  # numpy is part of the extra too
+        raise ConfigError(
+            "The offline assistant needs the 'assistant' extra "
+            f"(pip install 'mailroom[assistant]'): {exc.name} is not installed."
+        ) from None
+    model_files()
 
 
 def make_classifier(settings: Settings, store: Store | None = None) -> Classifier | None:
