@@ -30,6 +30,7 @@ import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import Engine, inspect, text
 from sqlalchemy.engine import URL
@@ -67,9 +68,14 @@ def _alive(pid: int) -> bool:
 # -- SQLite ----------------------------------------------------------------------------
 
 
+def _read_only(database: Path) -> str:
+    """The URI opening ``database`` read-only (quoted: a path may hold ``?`` or ``#``)."""
+    return f"file:{quote(str(database))}?mode=ro"
+
+
 def sqlite_snapshot(database: Path, target: Path) -> None:
     """``VACUUM INTO target``: a consistent, compact copy of the live database file."""
-    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, isolation_level=None)
+    connection = sqlite3.connect(_read_only(database), uri=True, isolation_level=None)
     try:
         connection.execute("PRAGMA busy_timeout=30000")
         connection.execute("VACUUM INTO ?", (str(target),))
@@ -84,7 +90,7 @@ def sqlite_is_empty(database: Path) -> bool:
     """True when the file is absent, empty, or a database whose every table has no rows."""
     if not database.exists() or database.stat().st_size == 0:
         return True
-    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    connection = sqlite3.connect(_read_only(database), uri=True)
     try:
         tables = [
             name
