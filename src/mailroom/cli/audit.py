@@ -47,7 +47,13 @@ def record_command(app: AppContext, action: str, detail: str) -> None:
 @click.command("audit")
 @click.option("--user", "user", default=None, help="Only entries about this user.")
 @click.option("--since", default=None, metavar="WHEN", help="Only entries since: 2026-12-01, 7d.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100_000))
+@click.option(
+    "--limit",
+    default=50,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="At most this many entries.",
+)
 @format_option("table", "jsonl", "jsonl: one JSON object per entry, for programs.")
 @pass_app
 @plain_errors
