@@ -41,9 +41,12 @@ clock; ``run_forever`` calls it once a second in production.
 from __future__ import annotations
 
 import logging
+import math
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from sqlalchemy import select, update
 
@@ -62,6 +65,20 @@ BACKOFF_MAX = 300.0
 LEASE_TTL = 90.0
 POLL_INTERVAL = 300.0
 HEALTHY_AFTER = 60.0  # a watch that ran this long resets the backoff
+POLL_BURST = 20  # polls a round may start at once; the rest follow at an even pace
+POLL_SPREAD = 0.8  # a round's polls are spread over this share of the interval
+STOP_WAIT = 30.0  # longest wait for a stopped watch to let go of its connection
+
+
+@runtime_checkable
+class BackgroundWatcher(Protocol):
+    """A watcher that runs without a thread of its own (IMAP IDLE on a multiplexer)."""
+
+    def start(self, done: Callable[[BaseException | None], None]) -> None:
+        """Begin watching; ``done`` is called once, with the failure or None, when it ends."""
+
+    def stop(self) -> None:
+        """Ask the watch to end (thread-safe, returns at once)."""
 
 
 @dataclass
@@ -69,8 +86,10 @@ class _Watch:
     """One account's watcher as the supervisor sees it."""
 
     generation: int = 0
-    watcher: Watcher | None = None
-    thread: threading.Thread | None = None
+    watcher: Watcher | BackgroundWatcher | None = None
+    live: bool = False  # started and not yet cleaned up
+    thread: threading.Thread | None = None  # only for watchers that block in run()
+    finished: threading.Event = field(default_factory=threading.Event)
     started_at: float = 0.0
     failure: BaseException | None = None
     ended: bool = False
@@ -90,6 +109,8 @@ class SupervisorConfig:
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
     healthy_after: float = HEALTHY_AFTER
+    poll_burst: int = POLL_BURST
+    poll_spread: float = POLL_SPREAD
 
 
 @dataclass
@@ -97,14 +118,22 @@ class Supervisor:
     """Keeps watchers and polls going for every active account of a store."""
 
     store: Store
-    watcher_for: Callable[[int], Watcher | None]
+    watcher_for: Callable[[int], Watcher | BackgroundWatcher | None]
     poll: Callable[[int], None]
     leases: Leases | None = None
     config: SupervisorConfig = field(default_factory=SupervisorConfig)
     _watches: dict[int, _Watch] = field(default_factory=dict)
     _next_poll: float = 0.0
-    _seen: set[int] = field(default_factory=set)  # active at the last tick
+    _seen: set[int] | None = None  # active at the last tick (None before the first)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # The poll round: accounts still to poll, in this process's random order (each
+    # account keeps its place, so it is polled every interval, at its own phase).
+    _round: list[int] = field(default_factory=list)
+    _round_start: float = 0.0
+    _round_size: int = 0
+    _round_done: int = 0
+    _phase: dict[int, float] = field(default_factory=dict)
+    _retry: set[int] = field(default_factory=set)  # polls to try again on the next tick
 
     # -- accounts ------------------------------------------------------------
 
@@ -131,14 +160,37 @@ class Supervisor:
                     self._stop_watch(account_id, "idle")
             for account_id in sorted(active):
                 self._tend(account_id, now)
-            due = active
-            if now >= self._next_poll:
-                self._next_poll = now + self.config.poll_interval
-            else:
-                due = active - self._seen  # added or reactivated since the last tick
+            # Added or reactivated since the last tick: polled at once (its sync starts
+            # the import). At the first tick every account is in the round instead.
+            due = active - self._seen if self._seen is not None else set()
             self._seen = active
+            due |= self._round_due(active, now)
+            due |= self._retry & active
+            self._retry.clear()
             for account_id in sorted(due):
                 self._poll(account_id)
+
+    def _round_due(self, active: set[int], now: float) -> set[int]:
+        """The accounts whose turn in the poll round has come (never all at once).
+
+        Every ``poll_interval`` a round starts with every active account; up to
+        ``poll_burst`` are polled at once, the others at an even pace over
+        ``poll_spread`` of the interval, in a random order drawn per process (each
+        account keeps its place, so its polls stay an interval apart).
+        """
+        if now >= self._next_poll:
+            self._next_poll = now + self.config.poll_interval
+            for account_id in active:
+                self._phase.setdefault(account_id, random.random())  # noqa: S311 - not secret
+            self._round = sorted(active, key=self._phase.__getitem__)
+            self._round_start, self._round_size, self._round_done = now, len(active), 0
+        spread = max(self.config.poll_interval * self.config.poll_spread, 1e-9)
+        paced = math.ceil(self._round_size * (now - self._round_start) / spread)
+        allowed = min(self._round_size, self.config.poll_burst + paced)
+        take = max(0, allowed - self._round_done)
+        batch, self._round = self._round[:take], self._round[take:]
+        self._round_done += len(batch)
+        return set(batch) & active
 
     def _tend(self, account_id: int, now: float) -> None:
         watch = self._watches.setdefault(account_id, _Watch(restart_at=now))
@@ -155,12 +207,12 @@ class Supervisor:
             else:
                 log.warning("Lost the watch lease of account %s; stopping its watcher.", account_id)
                 watch.lease_token = None
-                self._end_thread(watch, account_id)
+                self._end_watch(watch, account_id)
                 self._set(account_id, watch_state="idle")
                 watch.restart_at = now
-        if watch.thread is not None and watch.ended:
+        if watch.live and watch.ended:
             self._handle_end(account_id, watch, now)
-        if watch.thread is None and not watch.stopped and now >= watch.restart_at:
+        if not watch.live and not watch.stopped and now >= watch.restart_at:
             self._start(account_id, watch, now)
 
     def _start(self, account_id: int, watch: _Watch, now: float) -> None:
@@ -180,26 +232,45 @@ class Supervisor:
             self._release(account_id, watch)
             return
         watch.watcher, watch.failure, watch.ended, watch.started_at = watcher, None, False, now
-        watch.thread = threading.Thread(
-            target=self._run, args=(watch, watcher), name=f"watch-{account_id}", daemon=True
-        )
-        watch.thread.start()
+        watch.live, watch.finished = True, threading.Event()
+        if isinstance(watcher, BackgroundWatcher):
+            watcher.start(self._ender(watch))
+        else:  # a watcher that blocks in run(): a thread of its own
+            watch.thread = threading.Thread(
+                target=self._run,
+                args=(watcher, self._ender(watch)),
+                name=f"watch-{account_id}",
+                daemon=True,
+            )
+            watch.thread.start()
         log.info("Watching account %s.", account_id)
         self._set(account_id, watch_state="watching")
 
     @staticmethod
-    def _run(watch: _Watch, watcher: Watcher) -> None:
+    def _ender(watch: _Watch) -> Callable[[BaseException | None], None]:
+        finished = watch.finished  # this start's, not a later restart's
+
+        def done(failure: BaseException | None) -> None:
+            if finished is watch.finished:
+                watch.failure = failure
+                watch.ended = True
+            finished.set()
+
+        return done
+
+    @staticmethod
+    def _run(watcher: Watcher, done: Callable[[BaseException | None], None]) -> None:
         try:
             watcher.run()
         except BaseException as exc:  # reported to the supervisor, never lost
-            watch.failure = exc
-        finally:
-            watch.ended = True
+            done(exc)
+        else:
+            done(None)
 
     def _handle_end(self, account_id: int, watch: _Watch, now: float) -> None:
         failure = watch.failure
         ran_for = now - watch.started_at
-        self._end_thread(watch, account_id)
+        self._end_watch(watch, account_id)
         if failure is not None:
             outcome = account_outcome(failure)
             if outcome.status is not None:  # auth_error: the owner must act
@@ -241,17 +312,21 @@ class Supervisor:
                 record_failure(self.store, account_id, exc)
             else:  # the provider's own pace (rate limit) or a cursor reset: poll again soon
                 log.info("Poll of account %s: %s; retrying next tick.", account_id, outcome.reason)
-                self._next_poll = 0.0
+                self._retry.add(account_id)
 
     # -- stopping ------------------------------------------------------------
 
-    def _end_thread(self, watch: _Watch, account_id: int) -> None:
+    def _end_watch(self, watch: _Watch, account_id: int) -> None:
+        """Stop the watcher and wait until it let go of its connection."""
         if watch.watcher is not None:
             watch.watcher.stop()
-        if watch.thread is not None:
-            watch.thread.join(timeout=30)
+        if watch.live:
+            if not watch.finished.wait(STOP_WAIT):
+                log.warning("The watch of account %s did not end in time.", account_id)
+            if watch.thread is not None:
+                watch.thread.join(timeout=1)
             log.info("Stopped watching account %s.", account_id)
-        watch.watcher, watch.thread, watch.ended = None, None, False
+        watch.watcher, watch.thread, watch.live, watch.ended = None, None, False, False
         watch.generation += 1
 
     def _release(self, account_id: int, watch: _Watch) -> None:
@@ -264,13 +339,16 @@ class Supervisor:
         if watch is None:
             return
         watch.stopped = True
-        self._end_thread(watch, account_id)
+        self._end_watch(watch, account_id)
         self._release(account_id, watch)
         self._set(account_id, watch_state=state)
 
     def stop(self) -> None:
         """Stop every watcher and release every lease (clean shutdown)."""
         with self._lock:
+            for watch in self._watches.values():  # all at once, then wait for each
+                if watch.watcher is not None:
+                    watch.watcher.stop()
             for account_id in list(self._watches):
                 self._stop_watch(account_id, "idle")
 
@@ -278,7 +356,7 @@ class Supervisor:
         """Accounts whose watcher runs in this process right now."""
         # A copy: the scrape thread asks while the tick thread adds and removes watches.
         watches = list(self._watches.items())
-        return sorted(a for a, w in watches if w.thread is not None and not w.ended)
+        return sorted(a for a, w in watches if w.live and not w.ended)
 
     @staticmethod
     def _key(account_id: int) -> str:

@@ -16,7 +16,8 @@ One concept per module:
 ``syncer``      new mail and changes: ``sync_account``
 ``importer``    history, one page per call: ``import_page``
 ``propagator``  pending changes → the server: ``ImapPropagator`` (``propagate_pending``)
-``watcher``     IDLE on the inbox: ``ImapWatcher``
+``watcher``     IDLE on the inbox: ``ImapWatcher`` (blocks a thread)
+``idle_mux``    many IDLE watches on one selector thread: ``MuxWatcher`` (the supervisor's)
 
 Gmail over IMAP (servers offering ``X-GM-EXT-1``; every other server is untouched):
 
@@ -31,6 +32,7 @@ import click
 
 from mailroom.providers import registry
 from mailroom.providers.imap.account import PROVIDER, ImapConfig, add_imap_account
+from mailroom.providers.imap.idle_mux import MuxWatcher, shared_mux
 from mailroom.providers.imap.importer import ImapImporter, import_page, import_stalled
 from mailroom.providers.imap.propagator import ImapPropagator, propagate_pending
 from mailroom.providers.imap.state import import_state
@@ -43,6 +45,7 @@ __all__ = [
     "ImapPropagator",
     "ImapSyncer",
     "ImapWatcher",
+    "MuxWatcher",
     "add_imap_account",
     "import_page",
     "import_stalled",
@@ -64,8 +67,8 @@ registry.register(
         syncer=ImapSyncer,
         importer=ImapImporter,
         propagator=ImapPropagator,
-        watcher=lambda store, account_id, settings: ImapWatcher(
-            store, account_id, settings=settings
+        watcher=lambda store, account_id, settings: MuxWatcher(
+            store, account_id, settings=settings, mux=shared_mux()
         ),
         add_command=_add_command,
     )

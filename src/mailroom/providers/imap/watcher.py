@@ -38,16 +38,18 @@ from mailroom.providers.imap.syncer import sync_account
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder
 
-__all__ = ["RENEW_AFTER", "ImapWatcher"]
+__all__ = ["CATCH_UP", "RENEW_AFTER", "ImapWatcher", "interesting"]
 
 log = logging.getLogger(__name__)
 
 RENEW_AFTER = 25 * 60.0
 RFC_LIMIT = 29 * 60.0
 _EVENTS = {b"EXISTS", b"EXPUNGE", b"FETCH", b"VANISHED", b"RECENT"}
+CATCH_UP: tuple[object, ...] = ("catch up first",)  # a status no SELECT returns
 
 
-def _interesting(responses: list[tuple[Any, ...]]) -> bool:
+def interesting(responses: list[tuple[Any, ...]]) -> bool:
+    """Whether IDLE responses tell of a change in the folder (new, gone or changed mail)."""
     for response in responses:
         for item in response:
             if isinstance(item, bytes) and item.upper() in _EVENTS:
@@ -130,6 +132,24 @@ class ImapWatcher:
                 folders=[folder_id],
             )
 
+    def _settle(
+        self, conn: ImapConnection, folder_id: int, path: str, seen: tuple[object, ...]
+    ) -> tuple[object, ...]:
+        """SELECT and sync until the folder stands still; returns its status to IDLE on.
+
+        ``seen`` is the status at the last SELECT (``CATCH_UP`` at first): a difference
+        means a change outside IDLE (before the first IDLE, between DONE and IDLE, during
+        a sync).
+        """
+        while not self._stop.is_set():
+            status = conn.select(path, readonly=True)
+            now = (status.uidvalidity, status.uidnext, status.exists, status.highest_modseq)
+            if now == seen:
+                break
+            seen = now
+            self._sync_inbox(conn, folder_id)
+        return seen
+
     def _idle_once(self, conn: ImapConnection) -> bool:
         """One IDLE, until a change, the renewal time or stop(); True when something changed."""
         conn.idle()
@@ -141,12 +161,12 @@ class ImapWatcher:
                 remaining = self.renew_after - (time.monotonic() - started)
                 if remaining <= 0:
                     break
-                if _interesting(conn.idle_check(min(self.poll_interval, remaining))):
+                if interesting(conn.idle_check(min(self.poll_interval, remaining))):
                     changed = True
                     break
         finally:
             if not conn.closed:
-                changed = _interesting(conn.idle_done()) or changed
+                changed = interesting(conn.idle_done()) or changed
         return changed and not self._stop.is_set()
 
     def run(self) -> None:
@@ -158,18 +178,10 @@ class ImapWatcher:
             try:
                 self.running.set()
                 folder_id, path = self._inbox(conn)
-                # The status at the last SELECT; a difference at the next one means a change
-                # outside IDLE (before the first IDLE, between DONE and IDLE, during a sync).
-                seen: tuple[object, ...] = ("catch up first",)
+                seen: tuple[object, ...] = CATCH_UP
                 while not self._stop.is_set():
-                    status = conn.select(path, readonly=True)
-                    now = (status.uidvalidity, status.uidnext, status.exists, status.highest_modseq)
-                    if now != seen:
-                        seen = now
-                        self._sync_inbox(conn, folder_id)
-                        continue
-                    seen = now
-                    if self._idle_once(conn):
+                    seen = self._settle(conn, folder_id, path, seen)
+                    if not self._stop.is_set() and self._idle_once(conn):
                         self._sync_inbox(conn, folder_id)
             finally:
                 self.running.clear()
