@@ -287,3 +287,32 @@ def test_inactive_accounts_are_not_watched(store: Store, status: str) -> None:
     harness.supervisor.tick(clock.now + 1)
     assert harness.supervisor.watching() == []
     assert leases.acquire(f"watch:{account}", 90) is not None
+
+
+def test_polls_are_spread_over_the_interval_never_all_at_once(store: Store) -> None:
+    """A round polls 20 at once and the rest evenly over 80 % of it; each keeps its phase."""
+    accounts = _accounts(store, 120)
+    clock = Clock()
+    times: dict[int, list[float]] = {}
+
+    def poll(account_id: int) -> None:
+        times.setdefault(account_id, []).append(clock.now)
+
+    supervisor = Supervisor(
+        store, watcher_for=lambda _a: None, poll=poll, config=SupervisorConfig(poll_interval=300)
+    )
+    per_tick = []
+    start = clock.now
+    for _ in range(600):  # two rounds, a tick a second
+        before = sum(len(t) for t in times.values())
+        supervisor.tick(clock.now)
+        per_tick.append(sum(len(t) for t in times.values()) - before)
+        clock.now += 1
+    assert per_tick[0] == per_tick[300] == 20  # a round's burst
+    assert max(per_tick[1:300] + per_tick[301:]) <= 2
+    first = sorted(t[0] - start for t in times.values())
+    assert first[-1] <= 0.8 * 300  # the round is done before the next begins
+    assert sorted(times) == accounts and all(len(t) == 2 for t in times.values())
+    assert {round(t[1] - t[0]) for t in times.values()} == {300}  # an interval apart
+    order = sorted(accounts, key=lambda a: times[a][0])
+    assert order != accounts  # a random order, not the accounts' ids

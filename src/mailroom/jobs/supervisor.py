@@ -34,6 +34,17 @@ and its first poll at once — not at the next round, minutes away: the poll's
 sync is what starts the history import. An account that comes back to
 ``active`` (its owner fixed the password) is polled at once the same way.
 
+The poll round: every ``poll_interval`` (5 min) each active account is polled
+once, but never all at once: up to ``poll_burst`` (20) at the round's start, the
+rest at an even pace over ``poll_spread`` (80 %) of the interval, in an order
+drawn at random per process and kept (so an account's polls stay an interval
+apart, and two supervisors do not poll the same accounts in step).
+
+Watchers: one that offers ``start(done)`` (:class:`BackgroundWatcher`, the IMAP
+:class:`~mailroom.providers.imap.idle_mux.MuxWatcher`) runs without a thread of
+its own — a thousand IDLE connections share one selector thread and a few work
+threads; one that only blocks in ``run()`` gets a thread, as before.
+
 ``tick(now)`` does all bookkeeping and is what tests drive with an injected
 clock; ``run_forever`` calls it once a second in production.
 """
