@@ -316,3 +316,25 @@ def test_polls_are_spread_over_the_interval_never_all_at_once(store: Store) -> N
     assert {round(t[1] - t[0]) for t in times.values()} == {300}  # an interval apart
     order = sorted(accounts, key=lambda a: times[a][0])
     assert order != accounts  # a random order, not the accounts' ids
+
+
+def test_a_dead_holders_accounts_move_right_after_its_lease_expires(store: Store) -> None:
+    """The survivor retries held leases every 3 s: it takes over within TTL + 3 s of the death."""
+    accounts = _accounts(store, 2)
+    clock = Clock()
+    leases = LocalLeases(clock)
+    first, second = Harness(store, leases), Harness(store, leases)
+    start = clock.now
+    first.supervisor.tick(start)
+    died = start + 29  # just before its first renewal: its leases run out at start + 90
+    while second.supervisor.watching() != accounts:
+        clock.now += 1
+        if clock.now <= died:
+            first.supervisor.tick(clock.now)
+        if clock.now >= start + 5:  # the second starts a little later (ttl/3 would miss)
+            second.supervisor.tick(clock.now)
+        assert clock.now <= start + 90 + 3
+    assert clock.now >= start + 90  # not before the leases expired
+    for watcher_list in first.watchers.values():
+        watcher_list[-1].stop()
+    second.supervisor.stop()

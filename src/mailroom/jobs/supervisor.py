@@ -26,7 +26,10 @@ Leases (when several supervisors run on several machines): a watcher starts
 only after its process won the account's TTL lease (default 90 s), renewed
 every ttl/3 for as long as the watcher lives — during backoff too. A failed
 renewal tears the local watcher down; a lease won for a watcher that was
-stopped meanwhile is released at once. Polls need no lease (idempotent).
+stopped meanwhile is released at once. A lease held by another process is tried
+again every ``lease_retry`` seconds (3 s, at most ttl/3), so the accounts of a
+process that died move within a few seconds of its leases' expiry — at most the
+TTL plus that after its death. Polls need no lease (idempotent).
 
 New accounts: every tick reads the active accounts, so an account added while
 the engine runs (web page, CLI, another machine) gets its watcher within a tick,
@@ -78,6 +81,7 @@ POLL_INTERVAL = 300.0
 HEALTHY_AFTER = 60.0  # a watch that ran this long resets the backoff
 POLL_BURST = 20  # polls a round may start at once; the rest follow at an even pace
 POLL_SPREAD = 0.8  # a round's polls are spread over this share of the interval
+LEASE_RETRY = 3.0  # seconds between attempts at a lease another process holds
 STOP_WAIT = 30.0  # longest wait for a stopped watch to let go of its connection
 
 
@@ -117,6 +121,7 @@ class SupervisorConfig:
 
     poll_interval: float = POLL_INTERVAL
     lease_ttl: float = LEASE_TTL
+    lease_retry: float = LEASE_RETRY
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
     healthy_after: float = HEALTHY_AFTER
@@ -231,7 +236,9 @@ class Supervisor:
             generation = watch.generation
             token = self.leases.acquire(self._key(account_id), self.config.lease_ttl)
             if token is None:
-                watch.restart_at = now + self.config.lease_ttl / 3
+                # Someone else holds it: try again soon, so that a dead holder's accounts
+                # move right after its lease expires (within the TTL of its last renewal).
+                watch.restart_at = now + min(self.config.lease_ttl / 3, self.config.lease_retry)
                 return
             if watch.generation != generation or watch.stopped:
                 self.leases.release(self._key(account_id), token)
