@@ -7,6 +7,9 @@
 ``MAILROOM_MASTER_KEY``    the key that encrypts account credentials at rest
                            (``mailroom keys init`` prints one); or
 ``MAILROOM_MASTER_KEY_FILE`` a file holding it, which must lie outside the data dir.
+``MAILROOM_KEY_WRAPPER``   what wraps each owner's data key: ``master`` (default) or
+                           ``keyfile`` with ``MAILROOM_KEY_WRAPPER_FILE`` (an operator key
+                           file of named key versions, outside the data dir).
 ``MAILROOM_ALLOWED_PRIVATE_HOSTS``  operator allow-list (comma-separated host
                            names, addresses or networks) of mail servers that may
                            resolve to loopback/private addresses (SSRF guard).
@@ -119,6 +122,10 @@ class Settings:
     changelog_retention_days: int = 30  # older change rows are pruned (JMAP: cannotCalculate)
     master_key: SecretStr | None = None
     master_key_file: Path | None = None
+    # What wraps owners' data keys (mailroom.crypto.choice): ``master`` (the master key
+    # above) or ``keyfile`` (an operator's versioned key file, KMS style, at the path below).
+    key_wrapper: str = "master"
+    key_wrapper_file: Path | None = None
     allowed_private_hosts: str = ""
     # Sign-in lock-out (web and JMAP Basic): failures allowed per user name and per
     # client address within the window before password sign-ins are refused (429).

@@ -29,6 +29,7 @@ from mailroom.store.models.jmap import (
     PushSubscription,
     VacationResponse,
 )
+from mailroom.store.models.keys import KeyRotation, OwnerKey
 from mailroom.store.models.labels import SYSTEM_ROLES, Folder, Label, LabelBinding
 from mailroom.store.models.messages import (
     Blob,
@@ -90,6 +91,7 @@ __all__ = [
     "Folder",
     "Identity",
     "JmapUpload",
+    "KeyRotation",
     "Label",
     "LabelBinding",
     "Message",
@@ -98,6 +100,7 @@ __all__ = [
     "MessageLabel",
     "MessageLocation",
     "MessageRef",
+    "OwnerKey",
     "PushSubscription",
     "SignInFailure",
     "SkippedMessage",

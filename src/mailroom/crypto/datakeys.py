@@ -1,0 +1,116 @@
+"""Owners' data keys: one random 32-byte key per owner and version, stored wrapped.
+
+The newest version encrypts; every version still stored decrypts (an owner
+key rotation keeps both until its values are re-encrypted). Keys are
+unwrapped once per :class:`OwnerKeys` (one unit of work) and kept in memory
+only there. Deleting an owner's rows of ``owner_keys`` is crypto-shredding:
+what they encrypted can no longer be read, wherever a copy of it lies.
+"""
+
+from __future__ import annotations
+
+import secrets as _random
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from mailroom.crypto.wrapping import KeyWrapper
+from mailroom.errors import ConfigError
+from mailroom.store.models import OwnerKey
+
+KEY_BYTES = 32
+
+
+class KeyGone(ConfigError):
+    """The data key a value needs is not stored (its owner was deleted, or a version retired)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DataKey:
+    """One version of one owner's data key, unwrapped."""
+
+    owner: int
+    version: int
+    key: bytes
+
+
+def wrap_context(owner: int, version: int) -> str:
+    """The associated data binding a wrapped key to its owner and version."""
+    return f"owner:{owner}:key:{version}"
+
+
+class OwnerKeys:
+    """Finds, creates and unwraps data keys within one session."""
+
+    def __init__(self, session: Session, wrapper: KeyWrapper) -> None:
+        self.session = session
+        self.wrapper = wrapper
+        self._cache: dict[tuple[int, int], bytes] = {}
+
+    def versions(self, owner: int) -> list[int]:
+        """The versions stored for ``owner``, oldest first."""
+        rows = self.session.scalars(
+            select(OwnerKey.version).where(OwnerKey.user_id == owner).order_by(OwnerKey.version)
+        )
+        return list(rows)
+
+    def current(self, owner: int) -> DataKey:
+        """The newest data key of ``owner``, made (version 1) on first use."""
+        newest = self.session.scalar(
+            select(func.max(OwnerKey.version)).where(OwnerKey.user_id == owner)
+        )
+        if newest is None:
+            return self._create(owner, 1)
+        return self.version(owner, int(newest))
+
+    def version(self, owner: int, version: int) -> DataKey:
+        """Data key ``version`` of ``owner``; KeyGone when it is not stored."""
+        cached = self._cache.get((owner, version))
+        if cached is not None:
+            return DataKey(owner, version, cached)
+        row = self.session.scalar(
+            select(OwnerKey).where(OwnerKey.user_id == owner, OwnerKey.version == version)
+        )
+        if row is None:
+            raise KeyGone(
+                f"Data key version {version} of owner {owner} is not stored (the owner was "
+                "deleted or the version retired), so this value cannot be read."
+            )
+        key = self.wrapper.unwrap(row.wrapped, wrap_context(owner, version))
+        self._cache[(owner, version)] = key
+        return DataKey(owner, version, key)
+
+    def add_version(self, owner: int) -> DataKey:
+        """A new, newest data key version for ``owner`` (the older ones stay valid)."""
+        newest = self.session.scalar(
+            select(func.max(OwnerKey.version)).where(OwnerKey.user_id == owner)
+        )
+        return self._create(owner, int(newest or 0) + 1)
+
+    def drop_versions_before(self, owner: int, version: int) -> int:
+        """Delete ``owner``'s key versions older than ``version``; how many were deleted."""
+        result = self.session.execute(
+            delete(OwnerKey).where(OwnerKey.user_id == owner, OwnerKey.version < version)
+        )
+        for cached in [k for k in self._cache if k[0] == owner and k[1] < version]:
+            del self._cache[cached]
+        return int(getattr(result, "rowcount", 0) or 0)
+
+    def _create(self, owner: int, version: int) -> DataKey:
+        key = _random.token_bytes(KEY_BYTES)
+        row = OwnerKey(
+            user_id=owner,
+            version=version,
+            wrapped=self.wrapper.wrap(key, wrap_context(owner, version)),
+            wrapped_by=self.wrapper.key_id,
+        )
+        try:
+            # A savepoint: another worker making the same version first is no error here.
+            with self.session.begin_nested():
+                self.session.add(row)
+        except IntegrityError:
+            return self.version(owner, version)
+        self._cache[(owner, version)] = key
+        return DataKey(owner, version, key)

@@ -1,0 +1,140 @@
+"""``FieldCipher``: encrypting one value of one row and column under its owner's data key.
+
+A value is sealed with AES-256-GCM under the owner's current data key, with
+a fresh 12-byte nonce per value and associated data naming the table, the
+column, the row id, the owner and the key version: a value copied onto
+another row, column or owner does not decrypt, and a changed byte is
+refused. Sealed form: ``b"f1" + version (4 bytes, big-endian) + nonce +
+ciphertext+tag``, so each value says which key version opens it (both
+versions work while an owner key rotation runs). Text columns hold the same
+bytes as ``mrf1.`` + URL-safe base64.
+
+``lookup_hash`` is a keyed HMAC-SHA256 of a value (a Message-ID, an address,
+a search token) under a key derived from the owner's data key: equal values
+of one owner give equal hashes, so look-ups, threading and dedup can match
+without the value, while nobody without the key can test a guess.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets as _random
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from mailroom.crypto.datakeys import DataKey, OwnerKeys
+from mailroom.errors import ConfigError
+
+PREFIX = b"f1"
+TEXT_PREFIX = "mrf1."
+_HEAD = len(PREFIX) + 4
+_NONCE = 12
+
+
+class FieldTampered(ConfigError):
+    """A sealed value does not open: changed, moved to another row or column, or damaged."""
+
+
+def field_context(owner: int, table: str, column: str, row_id: int | str, version: int) -> bytes:
+    """The associated data binding a value to its owner, table, column, row and key version."""
+    return f"field:{table}:{column}:{row_id}:owner:{owner}:key:{version}".encode()
+
+
+def version_of(token: bytes) -> int:
+    """The owner key version a sealed value needs; FieldTampered when it is no sealed value."""
+    if not token.startswith(PREFIX) or len(token) < _HEAD + _NONCE + 16:
+        raise FieldTampered("A stored encrypted value is damaged (it is not a sealed value).")
+    return int.from_bytes(token[len(PREFIX) : _HEAD], "big")
+
+
+def to_text(token: bytes) -> str:
+    """A sealed value as text for a text column."""
+    return TEXT_PREFIX + base64.urlsafe_b64encode(token).decode("ascii")
+
+
+def from_text(text: str) -> bytes:
+    """The sealed value back from :func:`to_text`'s form; FieldTampered otherwise."""
+    if not text.startswith(TEXT_PREFIX):
+        raise FieldTampered("A stored encrypted value is damaged (no mrf1. prefix).")
+    try:
+        return base64.urlsafe_b64decode(text[len(TEXT_PREFIX) :].encode("ascii"))
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        raise FieldTampered("A stored encrypted value is damaged (not base64).") from None
+
+
+def _lookup_key(data_key: DataKey, kind: str) -> bytes:
+    # A key of its own per purpose: a lookup hash never reveals anything about the data key.
+    return HKDF(
+        algorithm=hashes.SHA256(),
+        length=32,
+        salt=None,
+        info=b"mailroom lookup v1:" + kind.encode(),
+    ).derive(data_key.key)
+
+
+class FieldCipher:
+    """Encrypts and decrypts field values and makes lookup hashes for owners."""
+
+    def __init__(self, keys: OwnerKeys) -> None:
+        self.keys = keys
+
+    def encrypt(
+        self, owner: int, table: str, column: str, row_id: int | str, value: bytes | str
+    ) -> bytes:
+        """Seal ``value`` of ``table.column`` of row ``row_id`` under the owner's current key."""
+        plain = value.encode("utf-8") if isinstance(value, str) else value
+        key = self.keys.current(owner)
+        nonce = _random.token_bytes(_NONCE)
+        context = field_context(owner, table, column, row_id, key.version)
+        head = PREFIX + key.version.to_bytes(4, "big")
+        return head + nonce + AESGCM(key.key).encrypt(nonce, plain, context)
+
+    def decrypt(
+        self, owner: int, table: str, column: str, row_id: int | str, token: bytes
+    ) -> bytes:
+        """Open a sealed value; FieldTampered if it was changed or belongs elsewhere."""
+        version = version_of(token)
+        key = self.keys.version(owner, version)
+        context = field_context(owner, table, column, row_id, version)
+        try:
+            return AESGCM(key.key).decrypt(
+                token[_HEAD : _HEAD + _NONCE], token[_HEAD + _NONCE :], context
+            )
+        except InvalidTag:
+            raise FieldTampered(
+                f"An encrypted value of {table}.{column} (row {row_id}) does not open: it was "
+                "changed, or copied from another row, column or owner."
+            ) from None
+
+    def decrypt_text(
+        self, owner: int, table: str, column: str, row_id: int | str, token: bytes
+    ) -> str:
+        """:meth:`decrypt` for a value that was text."""
+        return self.decrypt(owner, table, column, row_id, token).decode("utf-8")
+
+    def lookup_hash(self, owner: int, kind: str, value: str) -> str:
+        """The keyed hash (64 hex digits) of ``value`` under the owner's current key, per ``kind``.
+
+        Callers normalize first (a Message-ID without brackets, an address lower-cased):
+        the hash matches byte-equal values only.
+        """
+        return self._hash(self.keys.current(owner), kind, value)
+
+    def lookup_hashes(self, owner: int, kind: str, value: str) -> list[str]:
+        """The hash of ``value`` under every stored key version (newest first), for look-ups.
+
+        While an owner key rotation runs, rows still carry hashes of the old version.
+        """
+        versions = sorted(self.keys.versions(owner), reverse=True) or [
+            self.keys.current(owner).version
+        ]
+        return [self._hash(self.keys.version(owner, v), kind, value) for v in versions]
+
+    def _hash(self, key: DataKey, kind: str, value: str) -> str:
+        return hmac.new(_lookup_key(key, kind), value.encode("utf-8"), hashlib.sha256).hexdigest()

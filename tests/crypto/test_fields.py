@@ -1,0 +1,116 @@
+"""FieldCipher and data keys on both stores: round trip, swaps, owners, tampering, lookup hashes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from mailroom.crypto import FieldCipher, FieldTampered, KeyGone, MasterKeyWrapper, OwnerKeys
+from mailroom.crypto.fields import from_text, to_text, version_of
+from mailroom.store.engine import Store
+from mailroom.store.models import OwnerKey
+from tests.crypto.conftest import add_owner
+
+FIXTURES = [HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=FIXTURES)
+@given(value=st.text(max_size=200), row=st.integers(1, 2**40))
+def test_a_value_round_trips_and_opens_only_in_its_own_place(
+    store: Store, wrapper: MasterKeyWrapper, value: str, row: int
+) -> None:
+    """Decrypting at another row, column, table or owner is refused; its own place opens it."""
+    alice, bob = add_owner(store, "alice"), add_owner(store, "bob")
+    with store.session() as session:
+        keys = OwnerKeys(session, wrapper)
+        keys.current(bob)  # bob has a key of the same version: the tag, not a missing key, refuses
+        cipher = FieldCipher(keys)
+        sealed = cipher.encrypt(alice, "messages", "subject", row, value)
+        assert cipher.decrypt_text(alice, "messages", "subject", row, sealed) == value
+        if value:
+            assert value.encode() not in sealed
+        for owner, table, column, row_id in [
+            (alice, "messages", "subject", row + 1),
+            (alice, "messages", "preview", row),
+            (alice, "threads", "subject", row),
+            (bob, "messages", "subject", row),
+        ]:
+            with pytest.raises(FieldTampered):
+                cipher.decrypt(owner, table, column, row_id, sealed)
+
+
+def test_a_changed_byte_is_refused_and_nonces_differ(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """Any flipped byte fails the tag; the same value sealed twice gives two ciphertexts."""
+    alice = add_owner(store, "alice")
+    with store.session() as session:
+        cipher = FieldCipher(OwnerKeys(session, wrapper))
+        sealed = cipher.encrypt(alice, "messages", "subject", 1, "Quarterly numbers")
+        assert sealed != cipher.encrypt(alice, "messages", "subject", 1, "Quarterly numbers")
+        for index in (8, len(sealed) // 2, len(sealed) - 1):
+            bad = bytearray(sealed)
+            bad[index] ^= 1
+            with pytest.raises(FieldTampered):
+                cipher.decrypt(alice, "messages", "subject", 1, bytes(bad))
+        with pytest.raises(FieldTampered, match="damaged"):
+            cipher.decrypt(alice, "messages", "subject", 1, b"f1")
+        assert from_text(to_text(sealed)) == sealed
+        with pytest.raises(FieldTampered):
+            from_text("plain subject")
+
+
+def test_data_keys_are_stored_wrapped_one_per_owner_and_reused(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """The first use makes version 1, stored wrapped; a later session unwraps the same key."""
+    alice = add_owner(store, "alice")
+    with store.session() as session:
+        first = OwnerKeys(session, wrapper).current(alice)
+    with store.session() as session:
+        again = OwnerKeys(session, wrapper).current(alice)
+        (row,) = session.scalars(select(OwnerKey)).all()
+    assert (first.version, first.key) == (again.version, again.key) == (1, again.key)
+    assert first.key not in row.wrapped and row.wrapped_by == wrapper.key_id
+
+
+def test_values_of_both_versions_open_and_a_deleted_key_reads_nothing(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """After add_version new values carry version 2, old ones still open; without keys none do."""
+    alice = add_owner(store, "alice")
+    with store.session() as session:
+        keys = OwnerKeys(session, wrapper)
+        cipher = FieldCipher(keys)
+        old = cipher.encrypt(alice, "contacts", "name", 5, "Old")
+        keys.add_version(alice)
+        new = cipher.encrypt(alice, "contacts", "name", 5, "New")
+        assert (version_of(old), version_of(new)) == (1, 2)
+    with store.session() as session:
+        cipher = FieldCipher(OwnerKeys(session, wrapper))
+        assert cipher.decrypt_text(alice, "contacts", "name", 5, old) == "Old"
+        assert cipher.decrypt_text(alice, "contacts", "name", 5, new) == "New"
+        session.query(OwnerKey).delete()
+    with store.session() as session, pytest.raises(KeyGone, match="cannot be read"):
+        FieldCipher(OwnerKeys(session, wrapper)).decrypt(alice, "contacts", "name", 5, new)
+
+
+def test_lookup_hashes_match_per_owner_and_kind_and_cover_every_version(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """Equal values hash equal per owner and kind; owners and kinds differ; rotation adds one."""
+    alice, bob = add_owner(store, "alice"), add_owner(store, "bob")
+    with store.session() as session:
+        keys = OwnerKeys(session, wrapper)
+        cipher = FieldCipher(keys)
+        mid = "abc@example.org"
+        first = cipher.lookup_hash(alice, "message-id", mid)
+        assert first == cipher.lookup_hash(alice, "message-id", mid) and len(first) == 64
+        assert first != cipher.lookup_hash(bob, "message-id", mid)
+        assert first != cipher.lookup_hash(alice, "address", mid)
+        assert mid not in first
+        keys.add_version(alice)
+        second = cipher.lookup_hash(alice, "message-id", mid)
+        assert cipher.lookup_hashes(alice, "message-id", mid) == [second, first]
