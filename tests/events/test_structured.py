@@ -107,6 +107,7 @@ def test_an_events_last_date_is_inclusive() -> None:
         "<div itemscope itemtype='https://schema.org/Event'><span itemprop=startDate>"
         "</div></span></p></td><<>>&#xffffffff;",
         "\x00<scr\x00ipt type=application/ld+json>{}</script>" + "<" * 10_000,
+        "<div itemscope>" + "<div><b itemprop=name>x" * 60_000,  # many open elements
     ],
 )
 def test_hostile_html_gives_no_event_and_never_raises(html: str) -> None:

@@ -25,11 +25,12 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-MAX_HTML = 2_000_000  # characters of HTML looked at
+MAX_HTML = 1_000_000  # characters of HTML looked at (structured data sits early)
 MAX_JSON = 500_000  # characters of one JSON-LD block
 MAX_ITEMS = 50  # top-level items per message
 MAX_DEPTH = 24  # nested microdata items
 MAX_TEXT = 2_000  # characters of one microdata text value
+MAX_OPEN = 256  # open elements tracked: deeper ones are read as if they had no end tag
 
 # Elements without an end tag (the HTML standard's void elements).
 _VOID = frozenset(
@@ -98,7 +99,7 @@ def _json_ld_items(block: str) -> list[dict[str, Any]]:
 class _Element:
     """One open element and what microdata it carries."""
 
-    __slots__ = ("tag", "item", "prop", "text")
+    __slots__ = ("tag", "item", "prop", "text", "size")
 
     def __init__(
         self, tag: str, item: dict[str, Any] | None, prop: list[str], text: list[str] | None
@@ -107,6 +108,7 @@ class _Element:
         self.item = item  # the item this element's itemscope opened
         self.prop = prop  # its itemprop names, when its value is its text
         self.text = text
+        self.size = 0  # characters in ``text``
 
 
 class _Collector(HTMLParser):
@@ -117,7 +119,11 @@ class _Collector(HTMLParser):
         self.json_blocks: list[str] = []
         self.microdata: list[dict[str, Any]] = []
         self._script: list[str] | None = None
+        self._script_size = 0
         self._stack: list[_Element] = []
+        # The open elements whose text is a property's value: only these see text,
+        # so a page of thousands of plain elements costs nothing per text run.
+        self._texts: list[_Element] = []
         self._scopes: list[dict[str, Any]] = []
 
     # -- JSON-LD ------------------------------------------------------------
@@ -133,6 +139,7 @@ class _Collector(HTMLParser):
         values = {name.lower(): value or "" for name, value in attrs}
         if tag == "script":
             self._script = [] if self._json_script(values) else None
+            self._script_size = 0
             return
         props = values.get("itemprop", "").split() if "itemprop" in values else []
         scope: dict[str, Any] | None = None
@@ -154,11 +161,14 @@ class _Collector(HTMLParser):
                 props = []
         else:
             props = []
-        if tag in _VOID:
+        if tag in _VOID or len(self._stack) >= MAX_OPEN:
             if scope is not None:
                 self._scopes.pop()
             return
-        self._stack.append(_Element(tag, scope, props, [] if props else None))
+        element = _Element(tag, scope, props, [] if props else None)
+        self._stack.append(element)
+        if element.text is not None:
+            self._texts.append(element)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         """``<meta ... />``: open and close at once."""
@@ -184,12 +194,14 @@ class _Collector(HTMLParser):
     def handle_data(self, data: str) -> None:
         """Text: a JSON-LD script's body, or the value of open text properties."""
         if self._script is not None:
-            if sum(map(len, self._script)) < MAX_JSON + 1:
+            if self._script_size <= MAX_JSON:
                 self._script.append(data)
+                self._script_size += len(data)
             return
-        for element in self._stack:
-            if element.text is not None and sum(map(len, element.text)) < MAX_TEXT:
+        for element in self._texts:
+            if element.text is not None and element.size < MAX_TEXT:
                 element.text.append(data)
+                element.size += len(data)
 
     def close(self) -> None:
         """End of input: close what is still open."""
@@ -200,6 +212,8 @@ class _Collector(HTMLParser):
     def _close(self, element: _Element) -> None:
         if element.item is not None and self._scopes and self._scopes[-1] is element.item:
             self._scopes.pop()
+        if element.text is not None and self._texts and self._texts[-1] is element:
+            self._texts.pop()  # elements close in the order they opened, innermost first
         if element.text is not None and self._scopes:
             value = " ".join("".join(element.text).split())[:MAX_TEXT]
             for name in element.prop:
