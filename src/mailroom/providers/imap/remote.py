@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
+from mailroom.ingest.collector import fewer_collections
 from mailroom.mime import ParsedMessage
 from mailroom.mime.pool import parse_all
 from mailroom.providers.imap.connection import ImapConnection, Relogin
@@ -63,10 +64,11 @@ def fetch_page(
         if status.uidvalidity != uidvalidity:
             raise RemoteFetchError(f"the UIDVALIDITY of {path} changed")
         page = FetchedPage(folder_id, uidvalidity, tuple(uids))
-        page.envelopes, page.bodies, page.failed = fetch_envelopes_and_bodies(conn, uids)
-        wanted = [uid for uid in page.bodies if uid in page.envelopes]
-        work = [(page.bodies[uid], page.envelopes[uid].internaldate) for uid in wanted]
-        page.parsed = dict(zip(wanted, parse_all(work), strict=True))
+        with fewer_collections():  # like the importing process: parsing makes few cycles
+            page.envelopes, page.bodies, page.failed = fetch_envelopes_and_bodies(conn, uids)
+            wanted = [uid for uid in page.bodies if uid in page.envelopes]
+            work = [(page.bodies[uid], page.envelopes[uid].internaldate) for uid in wanted]
+            page.parsed = dict(zip(wanted, parse_all(work), strict=True))
         return page
     except Exception as exc:
         dropped = _connections.pop(relogin, None)
