@@ -338,3 +338,41 @@ def test_a_dead_holders_accounts_move_right_after_its_lease_expires(store: Store
     for watcher_list in first.watchers.values():
         watcher_list[-1].stop()
     second.supervisor.stop()
+
+
+class QuietWatcher:
+    """A background watcher (no thread): ends when stopped."""
+
+    def __init__(self) -> None:
+        self._done: Callable[[BaseException | None], None] | None = None
+
+    def start(self, done: Callable[[BaseException | None], None]) -> None:
+        self._done = done
+
+    def stop(self) -> None:
+        if self._done is not None:
+            self._done(None)
+
+
+def test_supervisors_started_together_share_the_accounts(store: Store) -> None:
+    """At most 100 starts a tick, in each one's random order: two together split 300 accounts."""
+    accounts = _accounts(store, 300)
+    clock = Clock()
+    leases = LocalLeases(clock)
+    pair = [
+        Supervisor(
+            store, watcher_for=lambda _a: QuietWatcher(), poll=lambda _a: None, leases=leases
+        )
+        for _ in range(2)
+    ]
+    pair[0].tick(clock.now)
+    assert len(pair[0].watching()) == 100  # one tick's batch, not all 300
+    for _ in range(3):
+        clock.now += 1
+        for supervisor in pair:
+            supervisor.tick(clock.now)
+    held = [set(s.watching()) for s in pair]
+    assert held[0] | held[1] == set(accounts) and not held[0] & held[1]
+    assert min(len(h) for h in held) >= 75
+    for supervisor in pair:
+        supervisor.stop()

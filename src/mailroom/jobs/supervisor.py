@@ -29,7 +29,11 @@ renewal tears the local watcher down; a lease won for a watcher that was
 stopped meanwhile is released at once. A lease held by another process is tried
 again every ``lease_retry`` seconds (3 s, at most ttl/3), so the accounts of a
 process that died move within a few seconds of its leases' expiry — at most the
-TTL plus that after its death. Polls need no lease (idempotent).
+TTL plus that after its death. A tick starts at most ``start_batch`` (100)
+watches, taking accounts in its own random order, so supervisors started
+together share the accounts instead of the first taking them all (a running
+set is not rebalanced: a supervisor started later gets what others drop).
+Polls need no lease (idempotent).
 
 New accounts: every tick reads the active accounts, so an account added while
 the engine runs (web page, CLI, another machine) gets its watcher within a tick,
@@ -81,6 +85,7 @@ POLL_INTERVAL = 300.0
 HEALTHY_AFTER = 60.0  # a watch that ran this long resets the backoff
 POLL_BURST = 20  # polls a round may start at once; the rest follow at an even pace
 POLL_SPREAD = 0.8  # a round's polls are spread over this share of the interval
+START_BATCH = 100  # watches started per tick at most
 LEASE_RETRY = 3.0  # seconds between attempts at a lease another process holds
 STOP_WAIT = 30.0  # longest wait for a stopped watch to let go of its connection
 
@@ -122,6 +127,7 @@ class SupervisorConfig:
     poll_interval: float = POLL_INTERVAL
     lease_ttl: float = LEASE_TTL
     lease_retry: float = LEASE_RETRY
+    start_batch: int = START_BATCH
     backoff_initial: float = BACKOFF_INITIAL
     backoff_max: float = BACKOFF_MAX
     healthy_after: float = HEALTHY_AFTER
@@ -174,8 +180,12 @@ class Supervisor:
             for account_id in list(self._watches):
                 if account_id not in active:
                     self._stop_watch(account_id, "idle")
-            for account_id in sorted(active):
-                self._tend(account_id, now)
+            # In this process's random order, and a bounded number of starts per tick: two
+            # supervisors starting together share the accounts, and a thousand logins are
+            # not attempted in one second.
+            started = 0
+            for account_id in sorted(active, key=self._phase_of):
+                started += self._tend(account_id, now, started < self.config.start_batch)
             # Added or reactivated since the last tick: polled at once (its sync starts
             # the import). At the first tick every account is in the round instead.
             due = active - self._seen if self._seen is not None else set()
@@ -196,9 +206,7 @@ class Supervisor:
         """
         if now >= self._next_poll:
             self._next_poll = now + self.config.poll_interval
-            for account_id in active:
-                self._phase.setdefault(account_id, random.random())  # noqa: S311 - not secret
-            self._round = sorted(active, key=self._phase.__getitem__)
+            self._round = sorted(active, key=self._phase_of)
             self._round_start, self._round_size, self._round_done = now, len(active), 0
         spread = max(self.config.poll_interval * self.config.poll_spread, 1e-9)
         paced = math.ceil(self._round_size * (now - self._round_start) / spread)
@@ -208,10 +216,18 @@ class Supervisor:
         self._round_done += len(batch)
         return set(batch) & active
 
-    def _tend(self, account_id: int, now: float) -> None:
+    def _phase_of(self, account_id: int) -> float:
+        """The account's place in this process's random order (drawn once)."""
+        phase = self._phase.get(account_id)
+        if phase is None:
+            phase = self._phase[account_id] = random.random()  # noqa: S311 - not secret
+        return phase
+
+    def _tend(self, account_id: int, now: float, may_start: bool = True) -> bool:
+        """Renew, reap and (when ``may_start``) start; True when a watch was started."""
         watch = self._watches.setdefault(account_id, _Watch(restart_at=now))
         if watch.stopped:
-            return
+            return False
         if watch.lease_token is not None and now >= watch.renew_at:
             assert self.leases is not None
             renewed = self.leases.renew(
@@ -228,8 +244,10 @@ class Supervisor:
                 watch.restart_at = now
         if watch.live and watch.ended:
             self._handle_end(account_id, watch, now)
-        if not watch.live and not watch.stopped and now >= watch.restart_at:
+        if may_start and not watch.live and not watch.stopped and now >= watch.restart_at:
             self._start(account_id, watch, now)
+            return watch.live
+        return False
 
     def _start(self, account_id: int, watch: _Watch, now: float) -> None:
         if watch.lease_token is None and self.leases is not None:
