@@ -157,7 +157,7 @@ def test_kill_9_during_a_backup_leaves_the_earlier_one_usable(store: Store, tmp_
     path = tmp_path / "store.mrb"
     create_backup(store, tmp_path / "data", path, key)
     older = path.read_bytes()
-    _grow(store, 24)
+    _grow(store, 12)
     url = store.engine.url.render_as_string(hide_password=False)
     env = {**os.environ, "MAILROOM_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "mailroom", "--database-url", url, "backup", "create"]
