@@ -119,7 +119,7 @@ def _internaldate(value: Any) -> datetime | None:
         parsed: datetime = parse_to_datetime(value, normalise=False)  # IMAPClient's reading
     except (ValueError, OverflowError):  # a year or offset of 20 digits (found by fuzzing)
         return None
-    return usable_date(parsed)
+    return parsed if usable_date(parsed) is not None else None
 
 
 def usable_date(value: Any) -> Any:
