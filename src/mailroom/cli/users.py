@@ -7,7 +7,9 @@ from the command line, where other users of the machine could read it.
 ``token create USER [--expires 90d]`` prints a new API token once; only its
 hash is kept. ``token list USER`` shows each token's id, name, creation,
 last use (updated at most every 10 minutes) and expiry; ``token revoke ID``
-deletes one, which stops it at once.
+deletes one, which stops it at once. ``user delete NAME --yes`` deletes a
+user and everything theirs: their data key first, then every row
+(:mod:`mailroom.crypto.shredding`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,33 @@ def user_add_command(
     with app.store.session() as session:
         created = set_password(session, name, password)
     click.echo(f"User {name} created." if created else f"Password of {name} set.")
+
+
+@user_group.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Confirm: the user's mail is gone for good.")
+@pass_app
+@plain_errors
+def user_delete_command(app: AppContext, name: str, yes: bool) -> None:
+    """Delete user NAME with all their accounts, mail, labels and tokens (key first)."""
+    if not yes:
+        raise ConfigError(
+            f"Deleting {name} destroys their key and all their mail for good; add --yes to confirm."
+        )
+    from mailroom.crypto.shredding import delete_owner
+
+    deletion = delete_owner(app.existing_store, name)
+    click.echo(
+        f"User {name} deleted: data key destroyed, {deletion.messages} messages and "
+        f"{sum(deletion.rows.values())} rows in all, {deletion.blobs} raw messages."
+    )
+    if deletion.wal_truncated is False:
+        click.echo(
+            "Another process was reading the database, so its write-ahead log still holds "
+            "old pages; stop mailroom and run sqlite3 on the file with "
+            "'PRAGMA wal_checkpoint(TRUNCATE)'.",
+            err=True,
+        )
 
 
 @click.group("token")
