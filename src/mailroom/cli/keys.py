@@ -1,19 +1,34 @@
-"""``mailroom keys init``: create the master key that encrypts account passwords."""
+"""``mailroom keys``: the master key and owners' data keys.
+
+``keys init`` creates the master key file. ``keys rotate-master`` re-wraps
+every owner data key and re-seals every stored secret under a new master
+key in one transaction (no mail is re-encrypted) and swaps the key file only
+once all of it opens with the new key; killed, it is finished by running it
+again. ``keys rotate-owner USER`` starts using a new data key version for
+USER and re-encrypts their values in resumable batches (both versions open
+meanwhile); ``keys resume`` continues rotations that were stopped.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from mailroom.cli.audit import record_command
 from mailroom.cli.context import AppContext, pass_app, plain_errors
+from mailroom.config import Settings
+from mailroom.errors import ConfigError
 from mailroom.secrets import default_key_file, write_key_file
+
+if TYPE_CHECKING:
+    from mailroom.crypto.wrapping import KeyWrapper
 
 
 @click.group("keys")
 def keys_group() -> None:
-    """The master key that encrypts stored passwords (kept outside the data dir)."""
+    """The master key (kept outside the data dir) and owners' data keys."""
 
 
 @keys_group.command("init")
@@ -37,3 +52,88 @@ def keys_init_command(app: AppContext, path: Path | None) -> None:
         f"Set MAILROOM_MASTER_KEY_FILE={written} for every mailroom process, and back it up "
         "apart from the data dir: without it the stored passwords cannot be read."
     )
+
+
+@keys_group.command("rotate-master")
+@click.option(
+    "--new-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The new key (from `mailroom keys init --file F`); set it as "
+    "MAILROOM_MASTER_KEY_FILE afterwards. Default: a new key swapped into the current file.",
+)
+@pass_app
+@plain_errors
+def keys_rotate_master_command(app: AppContext, new_key_file: Path | None) -> None:
+    """Re-wrap every data key and re-seal every stored secret under a new master key."""
+    import dataclasses
+
+    from mailroom.audit import record
+    from mailroom.crypto.master_rotation import rewrap, swap_key_files, unreadable
+    from mailroom.secrets import SecretBox, load_master_key
+
+    settings = app.settings
+    old_key = load_master_key(settings)
+    current = settings.master_key_file
+    if new_key_file is None:
+        if current is None or settings.master_key is not None:
+            raise ConfigError(
+                "The master key comes from MAILROOM_MASTER_KEY, so it cannot be swapped in "
+                "place; make a new key with `mailroom keys init --file F` and give "
+                "--new-key-file F."
+            )
+        target = current.with_name(current.name + ".new")
+        if not target.exists():  # else: a rotation that was stopped left it; use it again
+            write_key_file(target, settings.data_dir)
+    else:
+        target = new_key_file
+    new_settings = dataclasses.replace(settings, master_key=None, master_key_file=target)
+    new_key = load_master_key(new_settings)
+    old_wrapper, new_wrapper = _wrappers(settings, new_settings, old_key, new_key)
+    old_box, new_box = SecretBox(old_key), SecretBox(new_key)
+    click.echo(f"Re-wrapping data keys and secrets under the new master key {target} ...")
+    store = app.existing_store
+    with store.session() as session:
+        done = rewrap(session, old_box, new_box, old_wrapper, new_wrapper)
+        record(
+            session,
+            "key.rotate",
+            detail=f"master key {old_wrapper.key_id} -> {new_wrapper.key_id}: "
+            f"{done.data_keys} data keys and {done.secrets} secrets re-wrapped, "
+            f"{done.already} already under the new key",
+        )
+    with store.session() as session:
+        left = unreadable(session, new_box, new_wrapper)
+    if left:
+        raise ConfigError(
+            f"{len(left)} values do not open with the new key ({', '.join(left[:3])}); "
+            "the old key was left in place."
+        )
+    click.echo(
+        f"Re-wrapped {done.data_keys} data keys and {done.secrets} secrets "
+        f"({done.already} were under the new key already); every one opens with the new key."
+    )
+    if new_key_file is None and current is not None:
+        old = swap_key_files(current, target)
+        click.echo(
+            f"{current} now holds the new key; the old one is kept in {old}: backups made "
+            "before now need it, so delete it only when those backups have expired."
+        )
+    else:
+        click.echo(
+            f"Set MAILROOM_MASTER_KEY_FILE={target} for every mailroom process, then remove "
+            "the old key (keep a copy while backups made under it are kept)."
+        )
+
+
+def _wrappers(
+    settings: Settings, new_settings: Settings, old_key: bytes, new_key: bytes
+) -> tuple[KeyWrapper, KeyWrapper]:
+    """The old and new wrapper of data keys: the master keys, or the operator key file."""
+    from mailroom.crypto import MasterKeyWrapper, wrapper_from_settings
+
+    if settings.key_wrapper.strip().lower() == "master":
+        return MasterKeyWrapper(old_key), MasterKeyWrapper(new_key)
+    # A key file wraps data keys: its newest version re-wraps the ones of older versions.
+    wrapper = wrapper_from_settings(settings)
+    return wrapper, wrapper
