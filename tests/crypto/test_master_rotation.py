@@ -58,6 +58,13 @@ def _seed(store: Store, key: bytes) -> tuple[int, bytes]:
     return owner, data_key
 
 
+def _seeded(store: Store, tmp_path: Path) -> tuple[Path, bytes, int, bytes]:
+    """A master key file and the store seeded under it: (file, key, owner, data key)."""
+    key_file = write_key_file(tmp_path / "keys" / "master.key", tmp_path / "data")
+    old_key = _key(key_file)
+    return (key_file, old_key, *_seed(store, old_key))
+
+
 def _all_open_with(store: Store, key: bytes, owner: int) -> bytes:
     """Every secret opens with ``key``; the owner's data key as that key unwraps it."""
     box = SecretBox(key)
@@ -94,9 +101,7 @@ def test_a_rotation_killed_before_its_commit_is_finished_by_running_it_again(
     store: Store, tmp_path: Path
 ) -> None:
     """kill -9 mid-rotation changes nothing; the rerun re-wraps all, swaps and keeps the old key."""
-    key_file = write_key_file(tmp_path / "keys" / "master.key", tmp_path / "data")
-    old_key = _key(key_file)
-    owner, data_key = _seed(store, old_key)
+    key_file, old_key, owner, data_key = _seeded(store, tmp_path)
     env = _env(tmp_path, key_file) | {"PYTHONUNBUFFERED": "1"}
     url = store.engine.url.render_as_string(hide_password=False)
     command = [sys.executable, "-m", "mailroom", "--database-url", url, "keys", "rotate-master"]
@@ -134,9 +139,7 @@ def test_a_rotation_stopped_after_its_commit_only_swaps_the_key(
     store: Store, tmp_path: Path
 ) -> None:
     """When the store is under the new key already, the rerun re-wraps nothing and swaps files."""
-    key_file = write_key_file(tmp_path / "keys" / "master.key", tmp_path / "data")
-    old_key = _key(key_file)
-    owner, data_key = _seed(store, old_key)
+    key_file, old_key, owner, data_key = _seeded(store, tmp_path)
     new_file = write_key_file(key_file.with_name("master.key.new"), tmp_path / "data")
     new_key = _key(new_file)
     with store.session() as session:
