@@ -142,3 +142,26 @@ def test_the_cli_prints_a_working_address(
     address = result.output.strip()
     assert address.startswith(f"{server}/calendar/cal_") and address.endswith(".ics")
     assert len(icalendar.Calendar.from_ical(httpx.get(address).content).walk("VEVENT")) == 5
+
+
+def test_the_thread_page_lists_a_messages_events(
+    store: Store, mailbox: dict[str, int], me: tuple[httpx.Client, str]
+) -> None:
+    """A conversation shows each message's events: title, time in the owner's zone, place."""
+    from mailroom.store.models import Message
+
+    client, _ = me
+    with store.session() as session:
+        threads = {
+            name: session.scalar(select(Message.thread_id).where(Message.id == mid))
+            for name, mid in mailbox.items()
+        }
+    flight = client.get(f"/threads/{threads['airline']}").text
+    assert "<strong>Flight LH 400 FRA → JFK</strong> — " in flight
+    assert "2027-03-04 13:30 CET – 22:10" in flight  # Europe/Berlin
+    assert "Frankfurt Airport (FRA)" in flight
+    stay = client.get(f"/threads/{threads['hotel']}").text
+    assert "2027-05-20 – 2027-05-23" in stay  # check-in to check-out
+    assert (
+        'aria-label="Events in this message"' not in client.get(f"/threads/{threads['plain']}").text
+    )

@@ -52,6 +52,7 @@ from mailroom.reading import message_detail, message_details
 from mailroom.store.models import Blob, Message, Thread, ThreadLabel
 from mailroom.store.reader import as_reader, stamp
 from mailroom.web.display import full_time
+from mailroom.web.event_lines import event_lines
 from mailroom.web.frame import FRAME_CSP, FRAME_CSP_IMAGES, INLINE_TYPES, frame_html, wants_inline
 from mailroom.web.pages.actions import toolbar
 from mailroom.web.pages.common import (
@@ -131,6 +132,7 @@ def thread_page(request: Request, user: SignedIn) -> Response:
         images = request.query_params.get("images", "")
         path = f"/threads/{thread_id}"
         shown = _shown(details, frame, images, path, back)
+        events = event_lines(session, user.user_id, ids_, frame.zone)
         # The explanation costs as much as the rest of the page: it is worked out
         # when asked for (the <details> loads /why when opened; ?why=1 without script).
         why = _why(session, user.user_id, ids_) if request.query_params.get("why") else None
@@ -150,6 +152,7 @@ def thread_page(request: Request, user: SignedIn) -> Response:
         "thread.html",
         thread=thread,
         messages=shown,
+        events=events,
         why=why,
         why_href=f"{path}?{urlencode({'why': '1', **({'back': back} if back != '/' else {})})}",
         has_messages=bool(ids_),
