@@ -137,3 +137,81 @@ def _wrappers(
     # A key file wraps data keys: its newest version re-wraps the ones of older versions.
     wrapper = wrapper_from_settings(settings)
     return wrapper, wrapper
+
+
+@keys_group.command("rotate-owner")
+@click.argument("user")
+@click.option(
+    "--batch",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Values re-encrypted per transaction.",
+)
+@click.option(
+    "--start-only",
+    is_flag=True,
+    help="Only start: new values use the new key; `mailroom keys resume` re-encrypts the rest.",
+)
+@pass_app
+@plain_errors
+def keys_rotate_owner_command(app: AppContext, user: str, batch: int, start_only: bool) -> None:
+    """Give USER a new data key version and re-encrypt their values under it, in batches."""
+    from mailroom.audit import record
+    from mailroom.crypto import OwnerKeys, wrapper_from_settings
+    from mailroom.crypto.owner_rotation import start_rotation
+    from mailroom.crypto.shredding import owner_id
+
+    wrapper = wrapper_from_settings(app.settings)
+    store = app.existing_store
+    owner = owner_id(store, user)
+    with store.session() as session:
+        rotation = start_rotation(session, OwnerKeys(session, wrapper), owner)
+        rotation_id, versions = rotation.id, (rotation.from_version, rotation.to_version)
+        record(
+            session,
+            "key.rotate",
+            user_name=user,
+            user_id=owner,
+            detail=f"data key v{versions[0]} -> v{versions[1]} started",
+        )
+    click.echo(f"{user} now encrypts with data key version {versions[1]}; both versions open.")
+    if start_only:
+        click.echo("Run `mailroom keys resume` to re-encrypt the older values.")
+        return
+    _run(app, wrapper, rotation_id, batch)
+
+
+@keys_group.command("resume")
+@click.option(
+    "--batch",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Values re-encrypted per transaction.",
+)
+@pass_app
+@plain_errors
+def keys_resume_command(app: AppContext, batch: int) -> None:
+    """Finish every owner key rotation that was started or stopped half-way."""
+    from mailroom.crypto import wrapper_from_settings
+    from mailroom.crypto.owner_rotation import pending_rotations
+
+    wrapper = wrapper_from_settings(app.settings)
+    with app.existing_store.session() as session:
+        pending = pending_rotations(session)
+    if not pending:
+        click.echo("No owner key rotation is unfinished.")
+    for rotation_id in pending:
+        _run(app, wrapper, rotation_id, batch)
+
+
+def _run(app: AppContext, wrapper: KeyWrapper, rotation_id: int, batch: int) -> None:
+    """Run one rotation's batches to the end and say so."""
+    from mailroom.crypto.owner_rotation import run_rotation
+
+    batches = run_rotation(app.existing_store, wrapper, rotation_id, batch)
+    click.echo(
+        f"Rotation {rotation_id} done in {batches} batch(es): every value is under the new "
+        "version and the old version is deleted."
+    )

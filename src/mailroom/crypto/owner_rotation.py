@@ -1,0 +1,144 @@
+"""Rotating one owner's data key: a new version now, their values re-encrypted in batches.
+
+:func:`start_rotation` adds a data key version (new values use it at once)
+and records a rotation from the previous version. :func:`run_batch`
+re-encrypts up to ``batch`` values of one encrypted column
+(:mod:`~mailroom.crypto.columns`) under the new version and stores how far
+it got, in one transaction: a rotation killed between batches continues
+after the last committed one, and a value already under the new version is
+skipped, so a batch repeated after a kill changes nothing twice. Until the
+last batch both versions open values (each value names its version); the
+last one deletes the old versions — from then on a copy of an old value
+(an old backup) no longer opens — and marks the rotation done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from mailroom.audit import record
+from mailroom.crypto.columns import ENCRYPTED_COLUMNS, EncryptedColumn
+from mailroom.crypto.datakeys import OwnerKeys
+from mailroom.crypto.fields import FieldCipher, from_text, to_text, version_of
+from mailroom.crypto.wrapping import KeyWrapper
+from mailroom.store.engine import Store
+from mailroom.store.models import KeyRotation, User, utcnow
+
+
+def running_rotation(session: Session, owner: int) -> KeyRotation | None:
+    """The owner's unfinished rotation, if any."""
+    return session.scalar(
+        select(KeyRotation).where(KeyRotation.user_id == owner, KeyRotation.state == "running")
+    )
+
+
+def start_rotation(session: Session, keys: OwnerKeys, owner: int) -> KeyRotation:
+    """A new data key version for ``owner`` and its rotation (the running one, if there is one)."""
+    running = running_rotation(session, owner)
+    if running is not None:
+        return running
+    previous = keys.current(owner).version
+    new = keys.add_version(owner).version
+    rotation = KeyRotation(user_id=owner, from_version=previous, to_version=new, progress={})
+    session.add(rotation)
+    session.flush()
+    return rotation
+
+
+def pending_rotations(session: Session) -> list[int]:
+    """The ids of every unfinished rotation, oldest first."""
+    query = select(KeyRotation.id).where(KeyRotation.state == "running").order_by(KeyRotation.id)
+    return list(session.scalars(query))
+
+
+def run_batch(
+    store: Store,
+    wrapper: KeyWrapper,
+    rotation_id: int,
+    batch: int = 500,
+    columns: Sequence[EncryptedColumn] = ENCRYPTED_COLUMNS,
+) -> bool:
+    """Re-encrypt the next ``batch`` values of the rotation in one transaction; True when done."""
+    with store.session() as session:
+        rotation = session.get(KeyRotation, rotation_id)
+        if rotation is None or rotation.state == "done":
+            return True
+        cipher = FieldCipher(OwnerKeys(session, wrapper))
+        for column in columns:
+            last = int(rotation.progress.get(column.name, 0))
+            if last < 0:
+                continue  # this column is finished
+            rows = _next_rows(session, column, rotation.user_id, last, batch)
+            for row_id, value in rows:
+                _reencrypt(session, cipher, column, rotation, row_id, value)
+            done = len(rows) < batch
+            position = -1 if done else int(rows[-1][0])
+            rotation.progress = {**rotation.progress, column.name: position}
+            if not done:
+                return False
+        _finish(session, rotation, OwnerKeys(session, wrapper))
+        return True
+
+
+def run_rotation(
+    store: Store,
+    wrapper: KeyWrapper,
+    rotation_id: int,
+    batch: int = 500,
+    columns: Sequence[EncryptedColumn] = ENCRYPTED_COLUMNS,
+) -> int:
+    """Run batches until the rotation is done; how many batches that took."""
+    batches = 1
+    while not run_batch(store, wrapper, rotation_id, batch, columns):
+        batches += 1
+    return batches
+
+
+def _next_rows(
+    session: Session, column: EncryptedColumn, owner: int, after: int, batch: int
+) -> list[tuple[int, bytes | str]]:
+    query = text(
+        f"SELECT {column.id_column}, {column.column} FROM {column.table} "
+        f"WHERE {column.owner_column} = :owner AND {column.id_column} > :after "
+        f"AND {column.column} IS NOT NULL ORDER BY {column.id_column} LIMIT :batch"
+    )
+    rows = session.execute(query, {"owner": owner, "after": after, "batch": batch})
+    return [(int(row[0]), row[1]) for row in rows]
+
+
+def _reencrypt(
+    session: Session,
+    cipher: FieldCipher,
+    column: EncryptedColumn,
+    rotation: KeyRotation,
+    row_id: int,
+    value: bytes | str,
+) -> None:
+    sealed = from_text(value) if isinstance(value, str) else bytes(value)
+    if version_of(sealed) >= rotation.to_version:
+        return  # written under the new version, or re-encrypted by a batch before a kill
+    owner = rotation.user_id
+    plain = cipher.decrypt(owner, column.table, column.column, row_id, sealed)
+    fresh = cipher.encrypt(owner, column.table, column.column, row_id, plain)
+    session.execute(
+        text(f"UPDATE {column.table} SET {column.column} = :v WHERE {column.id_column} = :id"),
+        {"v": to_text(fresh) if column.text else fresh, "id": row_id},
+    )
+
+
+def _finish(session: Session, rotation: KeyRotation, keys: OwnerKeys) -> None:
+    dropped = keys.drop_versions_before(rotation.user_id, rotation.to_version)
+    rotation.state = "done"
+    rotation.finished_at = utcnow()
+    owner = session.get(User, rotation.user_id)
+    record(
+        session,
+        "key.rotate",
+        user_name=owner.name if owner is not None else None,
+        user_id=rotation.user_id,
+        detail=f"data key v{rotation.from_version} -> v{rotation.to_version}: values "
+        f"re-encrypted, {dropped} old version(s) deleted",
+    )
