@@ -13,7 +13,7 @@ from mailroom.cli.main import cli
 from mailroom.crypto import FieldCipher, MasterKeyWrapper, OwnerKeys
 from mailroom.crypto.columns import EncryptedColumn
 from mailroom.crypto.fields import from_text, to_text, version_of
-from mailroom.crypto.owner_rotation import run_batch, run_rotation, start_rotation
+from mailroom.crypto.owner_rotation import Rotator, start_rotation
 from mailroom.store.engine import Store
 from mailroom.store.models import AuditEntry, KeyRotation, WebhookEndpoint
 from tests.crypto.conftest import add_owner
@@ -62,11 +62,12 @@ def test_a_rotation_reencrypts_in_resumable_batches_and_drops_the_old_key(
         assert (rotation.from_version, rotation.to_version) == (1, 2)
         assert start_rotation(session, OwnerKeys(session, wrapper), alice).id == rotation.id
         rotation_id = rotation.id
-    assert run_batch(store, wrapper, rotation_id, batch=2, columns=[URLS]) is False
+    rotator = Rotator(store, wrapper, batch=2, columns=[URLS])
+    assert rotator.run_batch(rotation_id) is False
     versions, urls = _versions_and_urls(store, wrapper, alice)
     assert versions == [2, 2, 1, 1, 1] and urls == plain  # both versions open meanwhile
     # The process stops here (a kill between batches); a new one resumes from the progress.
-    assert run_rotation(store, wrapper, rotation_id, batch=2, columns=[URLS]) == 2
+    assert rotator.run(rotation_id) == 2
     versions, urls = _versions_and_urls(store, wrapper, alice)
     assert versions == [2] * 5 and urls == plain
     assert _versions_and_urls(store, wrapper, bob)[0] == [1, 1]  # other owners untouched
@@ -77,7 +78,7 @@ def test_a_rotation_reencrypts_in_resumable_batches_and_drops_the_old_key(
         assert finished.progress == {URLS.name: -1}
         (entry,) = session.scalars(select(AuditEntry).where(AuditEntry.action == "key.rotate"))
         assert entry.user_name == "alice" and "v1 -> v2" in entry.detail
-    assert run_batch(store, wrapper, rotation_id, columns=[URLS]) is True  # a rerun is a no-op
+    assert rotator.run_batch(rotation_id) is True  # a rerun is a no-op
 
 
 def test_values_written_during_a_rotation_are_left_as_they_are(
@@ -92,7 +93,7 @@ def test_values_written_during_a_rotation_are_left_as_they_are(
     with store.session() as session:
         newest = session.scalars(select(WebhookEndpoint.url).order_by(WebhookEndpoint.id)).all()
     assert version_of(from_text(newest[-1])) == 2
-    run_rotation(store, wrapper, rotation_id, batch=10, columns=[URLS])
+    Rotator(store, wrapper, batch=10, columns=[URLS]).run(rotation_id)
     with store.session() as session:
         after = session.scalars(select(WebhookEndpoint.url).order_by(WebhookEndpoint.id)).all()
     assert after[-1] == newest[-1] and after[:3] != newest[:3]

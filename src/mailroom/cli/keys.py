@@ -139,15 +139,18 @@ def _wrappers(
     return wrapper, wrapper
 
 
-@keys_group.command("rotate-owner")
-@click.argument("user")
-@click.option(
+_BATCH = click.option(
     "--batch",
     default=500,
     show_default=True,
     type=click.IntRange(1, 100_000),
     help="Values re-encrypted per transaction.",
 )
+
+
+@keys_group.command("rotate-owner")
+@click.argument("user")
+@_BATCH
 @click.option(
     "--start-only",
     is_flag=True,
@@ -183,13 +186,7 @@ def keys_rotate_owner_command(app: AppContext, user: str, batch: int, start_only
 
 
 @keys_group.command("resume")
-@click.option(
-    "--batch",
-    default=500,
-    show_default=True,
-    type=click.IntRange(1, 100_000),
-    help="Values re-encrypted per transaction.",
-)
+@_BATCH
 @pass_app
 @plain_errors
 def keys_resume_command(app: AppContext, batch: int) -> None:
@@ -208,9 +205,9 @@ def keys_resume_command(app: AppContext, batch: int) -> None:
 
 def _run(app: AppContext, wrapper: KeyWrapper, rotation_id: int, batch: int) -> None:
     """Run one rotation's batches to the end and say so."""
-    from mailroom.crypto.owner_rotation import run_rotation
+    from mailroom.crypto.owner_rotation import Rotator
 
-    batches = run_rotation(app.existing_store, wrapper, rotation_id, batch)
+    batches = Rotator(app.existing_store, wrapper, batch).run(rotation_id)
     click.echo(
         f"Rotation {rotation_id} done in {batches} batch(es): every value is under the new "
         "version and the old version is deleted."

@@ -1,20 +1,22 @@
 """Rotating one owner's data key: a new version now, their values re-encrypted in batches.
 
 :func:`start_rotation` adds a data key version (new values use it at once)
-and records a rotation from the previous version. :func:`run_batch`
+and records a rotation from the previous version. :meth:`Rotator.run_batch`
 re-encrypts up to ``batch`` values of one encrypted column
 (:mod:`~mailroom.crypto.columns`) under the new version and stores how far
 it got, in one transaction: a rotation killed between batches continues
 after the last committed one, and a value already under the new version is
 skipped, so a batch repeated after a kill changes nothing twice. Until the
 last batch both versions open values (each value names its version); the
-last one deletes the old versions — from then on a copy of an old value
-(an old backup) no longer opens — and marks the rotation done.
+last one deletes the old versions from the store and marks the rotation
+done. (A backup made before still holds the old version, wrapped; see
+"Privacy at rest" in docs/architecture.md for what that means.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
@@ -54,47 +56,43 @@ def pending_rotations(session: Session) -> list[int]:
     return list(session.scalars(query))
 
 
-def run_batch(
-    store: Store,
-    wrapper: KeyWrapper,
-    rotation_id: int,
-    batch: int = 500,
-    columns: Sequence[EncryptedColumn] = ENCRYPTED_COLUMNS,
-) -> bool:
-    """Re-encrypt the next ``batch`` values of the rotation in one transaction; True when done."""
-    with store.session() as session:
-        rotation = session.get(KeyRotation, rotation_id)
-        if rotation is None or rotation.state == "done":
+@dataclass(frozen=True)
+class Rotator:
+    """Runs rotations' batches: the store, the key wrapper, values per batch, the columns."""
+
+    store: Store
+    wrapper: KeyWrapper
+    batch: int = 500
+    columns: Sequence[EncryptedColumn] = ENCRYPTED_COLUMNS
+
+    def run_batch(self, rotation_id: int) -> bool:
+        """Re-encrypt the next batch of the rotation in one transaction; True when it is done."""
+        with self.store.session() as session:
+            rotation = session.get(KeyRotation, rotation_id)
+            if rotation is None or rotation.state == "done":
+                return True
+            cipher = FieldCipher(OwnerKeys(session, self.wrapper))
+            for column in self.columns:
+                last = int(rotation.progress.get(column.name, 0))
+                if last < 0:
+                    continue  # this column is finished
+                rows = _next_rows(session, column, rotation.user_id, last, self.batch)
+                for row_id, value in rows:
+                    _reencrypt(session, cipher, column, rotation, row_id, value)
+                done = len(rows) < self.batch
+                position = -1 if done else int(rows[-1][0])
+                rotation.progress = {**rotation.progress, column.name: position}
+                if not done:
+                    return False
+            _finish(session, rotation, OwnerKeys(session, self.wrapper))
             return True
-        cipher = FieldCipher(OwnerKeys(session, wrapper))
-        for column in columns:
-            last = int(rotation.progress.get(column.name, 0))
-            if last < 0:
-                continue  # this column is finished
-            rows = _next_rows(session, column, rotation.user_id, last, batch)
-            for row_id, value in rows:
-                _reencrypt(session, cipher, column, rotation, row_id, value)
-            done = len(rows) < batch
-            position = -1 if done else int(rows[-1][0])
-            rotation.progress = {**rotation.progress, column.name: position}
-            if not done:
-                return False
-        _finish(session, rotation, OwnerKeys(session, wrapper))
-        return True
 
-
-def run_rotation(
-    store: Store,
-    wrapper: KeyWrapper,
-    rotation_id: int,
-    batch: int = 500,
-    columns: Sequence[EncryptedColumn] = ENCRYPTED_COLUMNS,
-) -> int:
-    """Run batches until the rotation is done; how many batches that took."""
-    batches = 1
-    while not run_batch(store, wrapper, rotation_id, batch, columns):
-        batches += 1
-    return batches
+    def run(self, rotation_id: int) -> int:
+        """Run batches until the rotation is done; how many batches that took."""
+        batches = 1
+        while not self.run_batch(rotation_id):
+            batches += 1
+        return batches
 
 
 def _next_rows(
