@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 
-from mailroom.crypto import FieldCipher, MasterKeyWrapper, OwnerKeys
-from mailroom.crypto.shredding import OWNED_TABLES
+from mailroom.crypto import FieldCipher, KeyGone, MasterKeyWrapper, OwnerKeys
+from mailroom.crypto.shredding import OWNED_TABLES, destroy_keys
 from mailroom.reading import search_ids
 from mailroom.store.engine import Store
 from mailroom.store.models import AuditEntry, Base, MessageBody, OwnerKey
@@ -153,3 +153,21 @@ def test_the_deletion_order_names_children_first(table: str) -> None:
         if key.column.table.name == table and t.name != table
     }
     assert all(order.index(child) < order.index(table) for child in children)
+
+
+def test_a_deletion_stopped_after_the_key_went_reads_nothing_and_finishes_on_rerun(
+    store: Store, tmp_path: Path
+) -> None:
+    """Once destroy_keys committed, sealed values are unreadable; `user delete` then finishes."""
+    alice = make_account(store, owner="alice", name="a")
+    ingest(store, alice, [("a1", make_message("a1@x", subject=ALICE_SUBJECT))])
+    wrapper = MasterKeyWrapper(os.urandom(32))
+    with store.session() as session:
+        sealed = FieldCipher(OwnerKeys(session, wrapper)).encrypt(alice[0], "t", "c", 1, "x")
+    assert destroy_keys(store, alice[0]) == 1  # the first step; a kill could come right after
+    with store.session() as session, pytest.raises(KeyGone):
+        FieldCipher(OwnerKeys(session, wrapper)).decrypt(alice[0], "t", "c", 1, sealed)
+    finished = run(store, tmp_path, "user", "delete", "alice", "--yes")
+    assert finished.exit_code == 0 and "1 messages" in finished.output
+    with store.session() as session:
+        assert session.execute(text("SELECT count(*) FROM messages")).scalar() == 0
