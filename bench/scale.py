@@ -372,7 +372,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
                 namespace=namespace,
             )
             store = open_store(url, work / "data", migrate=False)
-            add_accounts(store, settings, server, args.users)
+            accounts = add_accounts(store, settings, server, args.users)
             report["setup_seconds"] = round(time.monotonic() - t0, 1)
             env = {
                 **os.environ,
@@ -437,11 +437,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
             if args.kill_one_supervisor and len(supervisors) > 1:
                 time.sleep(args.duration / 3)
                 victim = max(supervisors, key=lambda p: len(watching(p.log)))
-                report["killed_held_accounts"] = len(watching(victim.log))
                 victim.cpu_end = victim.cpu()
                 victim.popen.send_signal(signal.SIGKILL)
                 victim.popen.wait()
-                victim.killed_at = time.monotonic()
+                victim.killed_at = time.time()
             appender.join()
             load_seconds = time.monotonic() - load_start
             for proc in procs:
@@ -452,11 +451,14 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
                 if set(arrivals(store)) >= set(load.sent):
                     break
                 time.sleep(1.0)
-            if victim is not None:
-                report.update(takeover(victim, supervisors, args))
             stop_sampling.set()
             found = arrivals(store)
             report.update(figures(load, found, load_seconds))
+            if victim is not None and victim.killed_at is not None:
+                killed = datetime.fromtimestamp(victim.killed_at)
+                report["lease_ttl"] = args.lease_ttl
+                report.update(takeover(victim, supervisors, killed))
+                report.update(kill_figures(load, found, victim, accounts))
             report["handovers"] = handovers([p.log for p in supervisors])
             report["processes"] = {
                 p.name: {
@@ -482,47 +484,77 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
     return report
 
 
-def takeover(victim: Proc, supervisors: list[Proc], args: argparse.Namespace) -> dict[str, object]:
-    """How long the survivors took to watch every account the killed supervisor held."""
+def takeover(victim: Proc, supervisors: list[Proc], killed: datetime) -> dict[str, object]:
+    """When the survivors' logs show every account the killed supervisor held watched again."""
     held = watching(victim.log)
-    survivors = [p for p in supervisors if p is not victim]
-    deadline = time.monotonic() + args.lease_ttl * 2
-    assert victim.killed_at is not None
-    moved_at: float | None = None
-    while time.monotonic() < deadline:
-        taken = set().union(*(watching(p.log) for p in survivors))
-        if held <= taken:
-            moved_at = time.monotonic()
-            break
-        time.sleep(0.5)
+    first_start: dict[int, datetime] = {}
+    for proc in supervisors:
+        if proc is victim:
+            continue
+        for stamp, started, account in watch_events(proc.log):
+            if started and account in held and stamp >= killed:
+                first_start[account] = min(stamp, first_start.get(account, stamp))
+    moved = len(first_start)
+    last = max(first_start.values(), default=None)
     return {
-        "takeover_seconds": round(moved_at - victim.killed_at, 1) if moved_at else None,
-        "lease_ttl": args.lease_ttl,
+        "killed_held_accounts": len(held),
+        "moved_accounts": moved,
+        "takeover_seconds": (
+            round((last - killed).total_seconds(), 1) if last and moved == len(held) else None
+        ),
     }
+
+
+def latencies(
+    load: Load, found: dict[str, list[float]], users: set[int] | None = None
+) -> list[float]:
+    """Seconds from APPEND to the first stored copy (of mail to ``users`` only, if given)."""
+    return [
+        max(0.0, min(found[mid]) - acked)
+        for mid, (user, acked) in load.sent.items()
+        if mid in found and (users is None or user in users)
+    ]
+
+
+def summary(values: list[float]) -> dict[str, int]:
+    """p50/p95/p99/max in milliseconds."""
+    return {
+        "p50": round(1000 * statistics.median(values)),
+        "p95": round(1000 * percentile(values, 0.95)),
+        "p99": round(1000 * percentile(values, 0.99)),
+        "max": round(1000 * max(values)),
+    }
+
+
+def kill_figures(
+    load: Load, found: dict[str, list[float]], victim: Proc, accounts: list[int]
+) -> dict[str, object]:
+    """Latency of mail to the accounts the killed supervisor held, and to the others."""
+    held = watching(victim.log)
+    others = {user for user, account in enumerate(accounts) if account not in held}
+    result: dict[str, object] = {}
+    spared = latencies(load, found, others)
+    if spared:
+        result["latency_ms_accounts_not_killed"] = summary(spared)
+    orphaned = latencies(load, found, set(range(len(accounts))) - others)
+    if orphaned:
+        result["latency_ms_accounts_killed"] = summary(orphaned)
+    return result
 
 
 def figures(load: Load, found: dict[str, list[float]], seconds: float) -> dict[str, object]:
     """Latency percentiles, lost and doubled mail."""
-    latencies = [
-        max(0.0, min(found[mid]) - acked)
-        for mid, (_user, acked) in load.sent.items()
-        if mid in found
-    ]
+    values = latencies(load, found)
     result: dict[str, object] = {
         "appended": len(load.sent),
         "append_failures": load.failures,
         "load_seconds": round(seconds, 1),
-        "arrived": len(latencies),
+        "arrived": len(values),
         "lost": len(set(load.sent) - set(found)),
         "stored_twice": sum(1 for copies in found.values() if len(copies) > 1),
     }
-    if latencies:
-        result["latency_ms"] = {
-            "p50": round(1000 * statistics.median(latencies)),
-            "p95": round(1000 * percentile(latencies, 0.95)),
-            "p99": round(1000 * percentile(latencies, 0.99)),
-            "max": round(1000 * max(latencies)),
-        }
+    if values:
+        result["latency_ms"] = summary(values)
     return result
 
 
