@@ -154,6 +154,11 @@ def test_explain_rules_categories_tokens_and_failed_load_no_heavy_module(data_di
     assert failed.returncode == 0 and failed.stdout == ""
     assert loaded(failed) == set()
 
+    audited = run(data_dir, "audit", "--since", "1d", "--format", "jsonl")
+    assert audited.returncode == 0, audited.stderr
+    assert "token.create" in [json.loads(line)["action"] for line in audited.stdout.splitlines()]
+    assert loaded(audited) == set()
+
 
 def test_a_store_behind_the_schema_is_migrated_before_it_is_read(data_dir: Path) -> None:
     from alembic import command

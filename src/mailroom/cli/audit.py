@@ -61,21 +61,20 @@ def audit_command(
     app: AppContext, user: str | None, since: str | None, limit: int, output: str
 ) -> None:
     """Show the audit log: sign-ins, tokens, accounts, keys, backups (newest first, UTC)."""
-    from mailroom.audit import entries
+    from mailroom.audit.query import entries
 
     moment = parse_since(since) if since is not None else None
-    with app.existing_store.session() as session:
-        rows = [
-            {
-                "at": entry.at.strftime("%Y-%m-%d %H:%M:%S"),
-                "action": entry.action,
-                "user": entry.user_name,
-                "via": entry.via,
-                "origin": entry.origin,
-                "detail": entry.detail,
-            }
-            for entry in entries(session, user=user, since=moment, limit=limit)
-        ]
+    rows = [
+        {
+            "at": entry.at.strftime("%Y-%m-%d %H:%M:%S"),
+            "action": entry.action,
+            "user": entry.user_name,
+            "via": entry.via,
+            "origin": entry.origin,
+            "detail": entry.detail,
+        }
+        for entry in entries(app.reader, user=user, since=moment, limit=limit)
+    ]
     if output == "jsonl":
         for row in rows:
             echo_json(row)

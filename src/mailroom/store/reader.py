@@ -100,6 +100,16 @@ def stamp(value: Any) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+def time_parameter(dialect: str, moment: datetime) -> Any:
+    """``moment`` as a parameter compared with a stored timestamp of that store.
+
+    SQLite keeps naive UTC text with microseconds (as SQLAlchemy writes it), so the
+    comparison is of text in that form; PostgreSQL compares the aware datetime.
+    """
+    utc = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return utc.strftime("%Y-%m-%d %H:%M:%S.%f") if dialect == "sqlite" else utc
+
+
 def json_value(value: Any) -> Any:
     """A stored JSON column as Python (SQLite returns the text, PostgreSQL the object)."""
     return json.loads(value) if isinstance(value, str | bytes) else value
