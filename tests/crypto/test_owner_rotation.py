@@ -67,7 +67,8 @@ def test_a_rotation_reencrypts_in_resumable_batches_and_drops_the_old_key(
     versions, urls = _versions_and_urls(store, wrapper, alice)
     assert versions == [2, 2, 1, 1, 1] and urls == plain  # both versions open meanwhile
     # The process stops here (a kill between batches); a new one resumes from the progress.
-    assert rotator.run(rotation_id) == 2
+    # Two batches finish the first pass, three more make the closing pass that finds nothing.
+    assert rotator.run(rotation_id) == 5
     versions, urls = _versions_and_urls(store, wrapper, alice)
     assert versions == [2] * 5 and urls == plain
     assert _versions_and_urls(store, wrapper, bob)[0] == [1, 1]  # other owners untouched
@@ -75,7 +76,7 @@ def test_a_rotation_reencrypts_in_resumable_batches_and_drops_the_old_key(
         assert OwnerKeys(session, wrapper).versions(alice) == [2]
         finished = session.get(KeyRotation, rotation_id)
         assert finished is not None and finished.state == "done"
-        assert finished.progress == {URLS.name: -1}
+        assert finished.progress == {URLS.name: -1, "_changed": 0, "_pass": 2}
         (entry,) = session.scalars(select(AuditEntry).where(AuditEntry.action == "key.rotate"))
         assert entry.user_name == "alice" and "v1 -> v2" in entry.detail
     assert rotator.run_batch(rotation_id) is True  # a rerun is a no-op
@@ -97,6 +98,30 @@ def test_values_written_during_a_rotation_are_left_as_they_are(
     with store.session() as session:
         after = session.scalars(select(WebhookEndpoint.url).order_by(WebhookEndpoint.id)).all()
     assert after[-1] == newest[-1] and after[:3] != newest[:3]
+
+
+def test_a_stale_writer_behind_the_pass_is_caught_by_the_closing_pass(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """A unit of work that took version 1 before the rotation and wrote after it is re-encrypted."""
+    alice = add_owner(store, "alice")
+    _add_sealed_urls(store, wrapper, alice, 2)
+    with store.session() as stale:
+        stale_cipher = FieldCipher(OwnerKeys(stale, wrapper))
+        stale_cipher.lookup_hash(alice, "k", "v")  # it knows version 1 as the newest
+        with store.session() as session:
+            rotation_id = start_rotation(session, OwnerKeys(session, wrapper), alice).id
+        rotator = Rotator(store, wrapper, batch=10, columns=[URLS])
+        assert rotator.run_batch(rotation_id) is False  # the first pass is over
+        row = WebhookEndpoint(user_id=alice, url="", events=[])
+        stale.add(row)
+        stale.flush()
+        late = stale_cipher.encrypt(alice, "webhook_endpoints", "url", row.id, "https://late/")
+        row.url = to_text(late)
+        assert version_of(late) == 1
+    rotator.run(rotation_id)
+    versions, urls = _versions_and_urls(store, wrapper, alice)
+    assert versions == [2, 2, 2] and urls[-1] == "https://late/"
 
 
 def test_the_commands_start_and_resume_a_rotation(store: Store, tmp_path: Path) -> None:

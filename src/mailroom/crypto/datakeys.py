@@ -48,6 +48,10 @@ class OwnerKeys:
         self.session = session
         self.wrapper = wrapper
         self._cache: dict[tuple[int, int], bytes] = {}
+        # The newest version per owner, looked up once per unit of work: a query per sealed
+        # value cost more than the sealing. A rotation started meanwhile is caught by the
+        # rotation's closing pass (mailroom.crypto.owner_rotation).
+        self._newest: dict[int, int] = {}
 
     def versions(self, owner: int) -> list[int]:
         """The versions stored for ``owner``, oldest first."""
@@ -58,11 +62,14 @@ class OwnerKeys:
 
     def current(self, owner: int) -> DataKey:
         """The newest data key of ``owner``, made (version 1) on first use."""
-        newest = self.session.scalar(
-            select(func.max(OwnerKey.version)).where(OwnerKey.user_id == owner)
-        )
+        newest = self._newest.get(owner)
+        if newest is None:
+            newest = self.session.scalar(
+                select(func.max(OwnerKey.version)).where(OwnerKey.user_id == owner)
+            )
         if newest is None:
             return self._create(owner, 1)
+        self._newest[owner] = int(newest)
         return self.version(owner, int(newest))
 
     def version(self, owner: int, version: int) -> DataKey:
@@ -96,6 +103,7 @@ class OwnerKeys:
         )
         for cached in [k for k in self._cache if k[0] == owner and k[1] < version]:
             del self._cache[cached]
+        self._newest.pop(owner, None)
         return int(getattr(result, "rowcount", 0) or 0)
 
     def _create(self, owner: int, version: int) -> DataKey:
@@ -113,4 +121,5 @@ class OwnerKeys:
         except IntegrityError:
             return self.version(owner, version)
         self._cache[(owner, version)] = key
+        self._newest[owner] = version
         return DataKey(owner, version, key)

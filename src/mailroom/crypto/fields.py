@@ -83,6 +83,9 @@ class FieldCipher:
 
     def __init__(self, keys: OwnerKeys) -> None:
         self.keys = keys
+        # Derived lookup keys per (owner, version, kind): HKDF per hash would cost more than
+        # the HMAC itself when a message's addresses and references are hashed one by one.
+        self._lookup_keys: dict[tuple[int, int, str], bytes] = {}
 
     def encrypt(
         self, owner: int, table: str, column: str, row_id: int | str, value: bytes | str
@@ -137,4 +140,8 @@ class FieldCipher:
         return [self._hash(self.keys.version(owner, v), kind, value) for v in versions]
 
     def _hash(self, key: DataKey, kind: str, value: str) -> str:
-        return hmac.new(_lookup_key(key, kind), value.encode("utf-8"), hashlib.sha256).hexdigest()
+        slot = (key.owner, key.version, kind)
+        derived = self._lookup_keys.get(slot)
+        if derived is None:
+            derived = self._lookup_keys[slot] = _lookup_key(key, kind)
+        return hmac.new(derived, value.encode("utf-8"), hashlib.sha256).hexdigest()

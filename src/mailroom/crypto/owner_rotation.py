@@ -6,11 +6,13 @@ re-encrypts up to ``batch`` values of one encrypted column
 (:mod:`~mailroom.crypto.columns`) under the new version and stores how far
 it got, in one transaction: a rotation killed between batches continues
 after the last committed one, and a value already under the new version is
-skipped, so a batch repeated after a kill changes nothing twice. Until the
-last batch both versions open values (each value names its version); the
-last one deletes the old versions from the store and marks the rotation
-done. (A backup made before still holds the old version, wrapped; see
-"Privacy at rest" in docs/architecture.md for what that means.)
+skipped, so a batch repeated after a kill changes nothing twice. A pass
+that changed values is followed by another (a unit of work that read the
+newest version before the rotation began may still have written under the
+old one); the first pass that finds nothing left deletes the old versions
+from the store and marks the rotation done. Until then both versions open
+values (each value names its version). A backup made before still holds
+the old version, wrapped: see "Privacy at rest" in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from mailroom.crypto.fields import FieldCipher, from_text, to_text, version_of
 from mailroom.crypto.wrapping import KeyWrapper
 from mailroom.store.engine import Store
 from mailroom.store.models import KeyRotation, User, utcnow
+
+# Progress entries beside the columns' positions: values changed in this pass, the pass.
+_CHANGED = "_changed"
+_PASS = "_pass"
 
 
 def running_rotation(session: Session, owner: int) -> KeyRotation | None:
@@ -72,18 +78,28 @@ class Rotator:
             if rotation is None or rotation.state == "done":
                 return True
             cipher = FieldCipher(OwnerKeys(session, self.wrapper))
+            progress = dict(rotation.progress)
             for column in self.columns:
-                last = int(rotation.progress.get(column.name, 0))
+                last = int(progress.get(column.name, 0))
                 if last < 0:
-                    continue  # this column is finished
+                    continue  # this column is finished in this pass
                 rows = _next_rows(session, column, rotation.user_id, last, self.batch)
-                for row_id, value in rows:
+                changed = sum(
                     _reencrypt(session, cipher, column, rotation, row_id, value)
+                    for row_id, value in rows
+                )
+                progress[_CHANGED] = int(progress.get(_CHANGED, 0)) + changed
                 done = len(rows) < self.batch
-                position = -1 if done else int(rows[-1][0])
-                rotation.progress = {**rotation.progress, column.name: position}
+                progress[column.name] = -1 if done else int(rows[-1][0])
                 if not done:
+                    rotation.progress = progress
                     return False
+            if progress.get(_CHANGED, 0):
+                # A closing pass: a unit of work that read the newest version before the
+                # rotation began may have written an old-version value behind this pass.
+                rotation.progress = {_CHANGED: 0, _PASS: int(progress.get(_PASS, 1)) + 1}
+                return False
+            rotation.progress = progress
             _finish(session, rotation, OwnerKeys(session, self.wrapper))
             return True
 
@@ -114,10 +130,11 @@ def _reencrypt(
     rotation: KeyRotation,
     row_id: int,
     value: bytes | str,
-) -> None:
+) -> bool:
+    """Re-encrypt one value under the new version; False when it is under it already."""
     sealed = from_text(value) if isinstance(value, str) else bytes(value)
     if version_of(sealed) >= rotation.to_version:
-        return  # written under the new version, or re-encrypted by a batch before a kill
+        return False  # written under the new version, or re-encrypted by a batch before a kill
     owner = rotation.user_id
     plain = cipher.decrypt(owner, column.table, column.column, row_id, sealed)
     fresh = cipher.encrypt(owner, column.table, column.column, row_id, plain)
@@ -125,6 +142,7 @@ def _reencrypt(
         text(f"UPDATE {column.table} SET {column.column} = :v WHERE {column.id_column} = :id"),
         {"v": to_text(fresh) if column.text else fresh, "id": row_id},
     )
+    return True
 
 
 def _finish(session: Session, rotation: KeyRotation, keys: OwnerKeys) -> None:
