@@ -154,6 +154,10 @@ def test_explain_rules_categories_tokens_and_failed_load_no_heavy_module(data_di
     assert failed.returncode == 0 and failed.stdout == ""
     assert loaded(failed) == set()
 
+    held = run(data_dir, "assistant", "stats", "--owner", "me", "--format", "json")
+    assert held.returncode == 0, held.stderr
+    assert json.loads(held.stdout)["released"] == 0 and loaded(held) == set()
+
     audited = run(data_dir, "audit", "--since", "1d", "--format", "jsonl")
     assert audited.returncode == 0, audited.stderr
     assert "token.create" in [json.loads(line)["action"] for line in audited.stdout.splitlines()]

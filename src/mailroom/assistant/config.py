@@ -11,16 +11,19 @@ the inbox for minutes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from mailroom.assistant.base import Classifier
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
-from mailroom.store.engine import Store
-from mailroom.store.models import User
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from mailroom.assistant.base import Classifier
+    from mailroom.store.engine import Store
+
+# SQLAlchemy and the models are imported by the functions that use them:
+# `mailroom assistant stats`, a read command, needs only AssistantConfig.
 
 ADAPTERS = ("off", "openai", "offline")
 HOLD_RANGE = (2, 300)
@@ -97,11 +100,19 @@ def owner_wants(settings: Any) -> bool:
 
 def owner_enabled(session: Session, user_id: int) -> bool:
     """Whether this owner lets the model sort their mail."""
+    from sqlalchemy import select
+
+    from mailroom.store.models import User
+
     return owner_wants(session.scalar(select(User.settings).where(User.id == user_id)))
 
 
 def owners_enabled(session: Session) -> list[int]:
     """The users who switched the assistant on."""
+    from sqlalchemy import select
+
+    from mailroom.store.models import User
+
     return [
         uid
         for uid, stored in session.execute(select(User.id, User.settings))
@@ -111,6 +122,8 @@ def owners_enabled(session: Session) -> list[int]:
 
 def set_owner(session: Session, user_id: int, on: bool) -> None:
     """Switch the assistant on or off for one owner."""
+    from mailroom.store.models import User
+
     user = session.get(User, user_id)
     if user is None:
         raise ConfigError(f"There is no user with id {user_id}.")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from mailroom.store.reader import Reader, as_reader, stamp, time_parameter
 
-from mailroom.store.models import Message
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 WINDOW = timedelta(days=7)
 
@@ -42,17 +43,31 @@ def _percentile(ordered: list[float], share: float) -> float:
 
 
 def hold_stats(
-    session: Session, now: datetime, user_id: int | None = None, window: timedelta = WINDOW
+    source: Reader | Session,
+    now: datetime,
+    user_id: int | None = None,
+    window: timedelta = WINDOW,
 ) -> HoldStats:
-    """The hold figures of the last ``window`` (one owner's, or everyone's)."""
-    query = select(
-        Message.category_held_at, Message.category_released_at, Message.assistant_at
-    ).where(Message.category_held_at.is_not(None), Message.category_held_at >= now - window)
+    """The hold figures of the last ``window`` (one owner's, or everyone's).
+
+    Plain SQL through a :class:`~mailroom.store.reader.Reader` (or the same SQL in a
+    session), so ``mailroom assistant stats`` starts without SQLAlchemy.
+    """
+    reader = as_reader(source)
+    params: dict[str, Any] = {"since": time_parameter(reader.dialect, now - window)}
+    mine = ""
     if user_id is not None:
-        query = query.where(Message.user_id == user_id)
+        mine = " AND user_id = :user"
+        params["user"] = user_id
+    rows = reader.rows(
+        "SELECT category_held_at, category_released_at, assistant_at FROM messages "
+        f"WHERE category_held_at IS NOT NULL AND category_held_at >= :since{mine}",
+        params,
+    )
     durations: list[float] = []
     before = held = 0
-    for held_at, released_at, asked_at in session.execute(query):
+    for held_value, released_value, asked_value in rows:
+        held_at, released_at, asked_at = map(stamp, (held_value, released_value, asked_value))
         if held_at is None or released_at is None:
             held += 1
             continue

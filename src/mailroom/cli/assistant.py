@@ -70,15 +70,15 @@ def _seconds(value: float | None) -> str:
 @plain_errors
 def stats_command(app: AppContext, owner: str | None, output: str) -> None:
     """Hold times of the last 7 days: median, p95, and the share released before the verdict."""
+    from datetime import UTC, datetime
+
     from mailroom.assistant.config import AssistantConfig
     from mailroom.assistant.stats import hold_stats
-    from mailroom.owners import get_user
-    from mailroom.store.models import utcnow
+    from mailroom.reading import user_id
 
     config = AssistantConfig.from_settings(app.settings)
-    with app.existing_store.session() as session:
-        user_id = get_user(session, owner).id if owner else None
-        stats = hold_stats(session, utcnow(), user_id)
+    reader = app.reader  # plain SQL, as the other read commands
+    stats = hold_stats(reader, datetime.now(UTC), user_id(reader, owner) if owner else None)
     share = stats.before_verdict_share
     if output == "json":
         echo_json(
