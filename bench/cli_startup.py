@@ -52,6 +52,8 @@ COMMANDS: dict[str, list[str]] = {
     "webhooks list": ["webhooks", "list"],
     "webhooks dead": ["webhooks", "dead"],
     "gmail skipped": ["gmail", "skipped"],
+    "audit": ["audit"],
+    "assistant stats": ["assistant", "stats"],
 }
 
 # What cannot be made offline through the CLI (a webhook host must resolve, a send must fail).
