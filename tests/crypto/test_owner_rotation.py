@@ -82,14 +82,19 @@ def test_a_rotation_reencrypts_in_resumable_batches_and_drops_the_old_key(
     assert rotator.run_batch(rotation_id) is True  # a rerun is a no-op
 
 
+def _start(store: Store, wrapper: MasterKeyWrapper, owner: int) -> int:
+    """Start a rotation of ``owner``'s key; its id."""
+    with store.session() as session:
+        return start_rotation(session, OwnerKeys(session, wrapper), owner).id
+
+
 def test_values_written_during_a_rotation_are_left_as_they_are(
     store: Store, wrapper: MasterKeyWrapper
 ) -> None:
     """A value sealed under the new version while the rotation runs is not re-encrypted."""
     alice = add_owner(store, "alice")
     _add_sealed_urls(store, wrapper, alice, 3)
-    with store.session() as session:
-        rotation_id = start_rotation(session, OwnerKeys(session, wrapper), alice).id
+    rotation_id = _start(store, wrapper, alice)
     _add_sealed_urls(store, wrapper, alice, 1)
     with store.session() as session:
         newest = session.scalars(select(WebhookEndpoint.url).order_by(WebhookEndpoint.id)).all()
@@ -109,8 +114,7 @@ def test_a_stale_writer_behind_the_pass_is_caught_by_the_closing_pass(
     with store.session() as stale:
         stale_cipher = FieldCipher(OwnerKeys(stale, wrapper))
         stale_cipher.lookup_hash(alice, "k", "v")  # it knows version 1 as the newest
-        with store.session() as session:
-            rotation_id = start_rotation(session, OwnerKeys(session, wrapper), alice).id
+        rotation_id = _start(store, wrapper, alice)
         rotator = Rotator(store, wrapper, batch=10, columns=[URLS])
         assert rotator.run_batch(rotation_id) is False  # the first pass is over
         row = WebhookEndpoint(user_id=alice, url="", events=[])
