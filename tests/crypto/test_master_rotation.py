@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import sqlite3
 import subprocess
@@ -17,12 +18,12 @@ from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 
 from mailroom.cli.main import cli
-from mailroom.crypto import MasterKeyWrapper, OwnerKeys
+from mailroom.crypto import KeyFileWrapper, MasterKeyWrapper, OwnerKeys
 from mailroom.crypto.master_rotation import rewrap
 from mailroom.errors import ConfigError
 from mailroom.secrets import SecretBox, _decode_key, write_key_file
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, AuditEntry, WebhookEndpoint
+from mailroom.store.models import Account, AuditEntry, OwnerKey, WebhookEndpoint
 from tests.helpers import make_account
 
 
@@ -147,7 +148,7 @@ def test_a_rotation_stopped_after_its_commit_only_swaps_the_key(
             session,
             SecretBox(old_key),
             SecretBox(new_key),
-            MasterKeyWrapper(old_key),
+            [MasterKeyWrapper(old_key)],
             MasterKeyWrapper(new_key),
         )
     finished = _cli(store, _env(tmp_path, key_file), "keys", "rotate-master")
@@ -162,3 +163,25 @@ def test_a_key_from_the_environment_needs_a_new_key_file(store: Store, tmp_path:
     refused = _cli(store, env, "keys", "rotate-master")
     assert refused.exit_code != 0
     assert "give --new-key-file F" in refused.output and "Traceback" not in refused.output
+
+
+def test_switching_to_an_operator_key_file_rewraps_the_data_keys_under_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """With MAILROOM_KEY_WRAPPER=keyfile the rotation moves data keys to the file's newest key."""
+    key_file, old_key, owner, data_key = _seeded(store, tmp_path)
+    kms = tmp_path / "keys" / "kms.keys"
+    kms.write_text(f"v1 {base64.urlsafe_b64encode(os.urandom(32)).decode()}\n")
+    env = _env(tmp_path, key_file) | {
+        "MAILROOM_KEY_WRAPPER": "keyfile",
+        "MAILROOM_KEY_WRAPPER_FILE": str(kms),
+    }
+    same = _cli(store, env, "keys", "rotate-master", "--new-key-file", str(key_file))
+    assert same.exit_code != 0 and "holds the master key in use" in same.output
+    moved = _cli(store, env, "keys", "rotate-master")
+    assert moved.exit_code == 0, moved.output
+    with store.session() as session:
+        (row,) = session.scalars(select(OwnerKey)).all()
+        assert row.wrapped_by == "keyfile:v1"
+        assert OwnerKeys(session, KeyFileWrapper.from_file(kms)).current(owner).key == data_key
+    assert _key(key_file) != old_key

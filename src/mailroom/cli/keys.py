@@ -69,6 +69,7 @@ def keys_rotate_master_command(app: AppContext, new_key_file: Path | None) -> No
     import dataclasses
 
     from mailroom.audit import record
+    from mailroom.crypto import MasterKeyWrapper
     from mailroom.crypto.master_rotation import rewrap, swap_key_files, unreadable
     from mailroom.secrets import SecretBox, load_master_key
 
@@ -87,18 +88,22 @@ def keys_rotate_master_command(app: AppContext, new_key_file: Path | None) -> No
             write_key_file(target, settings.data_dir)
     else:
         target = new_key_file
-    new_settings = dataclasses.replace(settings, master_key=None, master_key_file=target)
-    new_key = load_master_key(new_settings)
-    old_wrapper, new_wrapper = _wrappers(settings, new_settings, old_key, new_key)
+    new_key = load_master_key(
+        dataclasses.replace(settings, master_key=None, master_key_file=target)
+    )
+    if new_key == old_key:
+        raise ConfigError(f"{target} holds the master key in use; give a new key.")
+    old_wrappers, new_wrapper = _wrappers(settings, old_key, new_key)
     old_box, new_box = SecretBox(old_key), SecretBox(new_key)
     click.echo(f"Re-wrapping data keys and secrets under the new master key {target} ...")
     store = app.existing_store
     with store.session() as session:
-        done = rewrap(session, old_box, new_box, old_wrapper, new_wrapper)
+        done = rewrap(session, old_box, new_box, old_wrappers, new_wrapper)
         record(
             session,
             "key.rotate",
-            detail=f"master key {old_wrapper.key_id} -> {new_wrapper.key_id}: "
+            detail=f"master key {old_wrappers[0].key_id} -> {MasterKeyWrapper(new_key).key_id}, "
+            f"data keys under {new_wrapper.key_id}: "
             f"{done.data_keys} data keys and {done.secrets} secrets re-wrapped, "
             f"{done.already} already under the new key",
         )
@@ -127,16 +132,18 @@ def keys_rotate_master_command(app: AppContext, new_key_file: Path | None) -> No
 
 
 def _wrappers(
-    settings: Settings, new_settings: Settings, old_key: bytes, new_key: bytes
-) -> tuple[KeyWrapper, KeyWrapper]:
-    """The old and new wrapper of data keys: the master keys, or the operator key file."""
+    settings: Settings, old_key: bytes, new_key: bytes
+) -> tuple[list[KeyWrapper], KeyWrapper]:
+    """What may have wrapped data keys so far, and what wraps them from now on."""
     from mailroom.crypto import MasterKeyWrapper, wrapper_from_settings
 
+    old: list[KeyWrapper] = [MasterKeyWrapper(old_key)]
     if settings.key_wrapper.strip().lower() == "master":
-        return MasterKeyWrapper(old_key), MasterKeyWrapper(new_key)
-    # A key file wraps data keys: its newest version re-wraps the ones of older versions.
+        return old, MasterKeyWrapper(new_key)
+    # A key file wraps data keys: its newest version re-wraps those of older versions (and
+    # those the master key wrapped before the installation switched to the key file).
     wrapper = wrapper_from_settings(settings)
-    return wrapper, wrapper
+    return [*old, wrapper], wrapper
 
 
 _BATCH = click.option(

@@ -19,6 +19,7 @@ sealed under a key derived from it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,14 @@ def _unwraps(wrapper: KeyWrapper, row: OwnerKey) -> bool:
     return True
 
 
+def _unwrap_any(wrappers: Sequence[KeyWrapper], row: OwnerKey) -> bytes:
+    for wrapper in wrappers[:-1]:
+        if _unwraps(wrapper, row):
+            return wrapper.unwrap(row.wrapped, wrap_context(row.user_id, row.version))
+    # The last one's error, in one sentence, when none opens it.
+    return wrappers[-1].unwrap(row.wrapped, wrap_context(row.user_id, row.version))
+
+
 def _box_opens(box: SecretBox, sealed: bytes, context: str) -> bool:
     try:
         box.open(sealed, context)
@@ -75,17 +84,22 @@ def rewrap(
     session: Session,
     old_box: SecretBox,
     new_box: SecretBox,
-    old_wrapper: KeyWrapper,
+    old_wrappers: Sequence[KeyWrapper],
     new_wrapper: KeyWrapper,
 ) -> Rewrapped:
-    """Re-seal every secret and re-wrap every data key under the new keys (in ``session``)."""
+    """Re-seal every secret and re-wrap every data key under the new keys (in ``session``).
+
+    A data key is opened by the first of ``old_wrappers`` that opens it: the old master
+    key, and the operator key file when one is configured — so the same run also moves
+    data keys from the master key to a key file (``MAILROOM_KEY_WRAPPER=keyfile``).
+    """
     done = Rewrapped()
     for row in session.scalars(select(OwnerKey).order_by(OwnerKey.id)):
         context = wrap_context(row.user_id, row.version)
         if row.wrapped_by == new_wrapper.key_id and _unwraps(new_wrapper, row):
             done.already += 1
             continue
-        row.wrapped = new_wrapper.wrap(old_wrapper.unwrap(row.wrapped, context), context)
+        row.wrapped = new_wrapper.wrap(_unwrap_any(old_wrappers, row), context)
         row.wrapped_by = new_wrapper.key_id
         done.data_keys += 1
     for holder, attribute, context in _sealed_values(session):
