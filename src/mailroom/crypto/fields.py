@@ -86,6 +86,7 @@ class FieldCipher:
         # Derived lookup keys per (owner, version, kind): HKDF per hash would cost more than
         # the HMAC itself when a message's addresses and references are hashed one by one.
         self._lookup_keys: dict[tuple[int, int, str], bytes] = {}
+        self._aeads: dict[tuple[int, int], AESGCM] = {}  # one cipher object per key
 
     def encrypt(
         self, owner: int, table: str, column: str, row_id: int | str, value: bytes | str
@@ -96,7 +97,7 @@ class FieldCipher:
         nonce = _random.token_bytes(_NONCE)
         context = field_context(owner, table, column, row_id, key.version)
         head = PREFIX + key.version.to_bytes(4, "big")
-        return head + nonce + AESGCM(key.key).encrypt(nonce, plain, context)
+        return head + nonce + self._aead(key).encrypt(nonce, plain, context)
 
     def decrypt(
         self, owner: int, table: str, column: str, row_id: int | str, token: bytes
@@ -106,7 +107,7 @@ class FieldCipher:
         key = self.keys.version(owner, version)
         context = field_context(owner, table, column, row_id, version)
         try:
-            return AESGCM(key.key).decrypt(
+            return self._aead(key).decrypt(
                 token[_HEAD : _HEAD + _NONCE], token[_HEAD + _NONCE :], context
             )
         except InvalidTag:
@@ -138,6 +139,13 @@ class FieldCipher:
             self.keys.current(owner).version
         ]
         return [self._hash(self.keys.version(owner, v), kind, value) for v in versions]
+
+    def _aead(self, key: DataKey) -> AESGCM:
+        slot = (key.owner, key.version)
+        aead = self._aeads.get(slot)
+        if aead is None:
+            aead = self._aeads[slot] = AESGCM(key.key)
+        return aead
 
     def _hash(self, key: DataKey, kind: str, value: str) -> str:
         slot = (key.owner, key.version, kind)
