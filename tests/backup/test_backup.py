@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import text
 
 from mailroom.backup.keys import BackupKey
 from mailroom.backup.operations import create_backup, restore_backup, verify_backup
 from mailroom.backup.stream import DamagedBackup
+from mailroom.cli.main import cli
 from mailroom.errors import ConfigError
+from mailroom.secrets import generate_key
 from mailroom.store.engine import Store, open_store
 from tests.jmap.conftest import Jmap, Person, run_server, seed
 
@@ -178,3 +181,33 @@ def test_kill_9_during_a_backup_leaves_the_earlier_one_usable(store: Store, tmp_
     assert path.read_bytes() != older
     assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
     assert not [p for p in (tmp_path / "data").iterdir() if p.name.startswith(".backup-")]
+
+
+def test_the_commands_restore_on_a_new_machine_with_the_master_key(
+    store: Store, tmp_path: Path, empty_url: str
+) -> None:
+    """The commands restore elsewhere with the same master key; another master key is refused."""
+    seed(store, "alice")
+    url = store.engine.url.render_as_string(hide_password=False)
+    path = tmp_path / "store.mrb"
+    master = generate_key()
+
+    def run(database: str, data: str, key: str, *args: str) -> tuple[int, str]:
+        env = {"MAILROOM_DATA_DIR": str(tmp_path / data), "MAILROOM_MASTER_KEY": key}
+        result = CliRunner().invoke(cli, ["--database-url", database, "backup", *args], env=env)
+        return result.exit_code, result.output
+
+    code, said = run(url, "old", master, "create", str(path))
+    assert code == 0 and said.startswith(f"Backed up the {store.dialect} store"), said
+    code, said = run(empty_url, "new", generate_key(), "restore", str(path))
+    assert code == 1 and "made with a key derived from another master key" in said, said
+    assert run(empty_url, "new", master, "verify", str(path))[0] == 0
+    code, said = run(empty_url, "new", master, "restore", str(path))
+    assert code == 0 and said.startswith("Restored the backup made"), said
+    copy = open_store(empty_url, tmp_path / "new")
+    try:
+        with copy.session() as session:
+            names = session.execute(text("SELECT name FROM users")).scalars().all()
+    finally:
+        copy.dispose()
+    assert names == ["alice"]

@@ -164,16 +164,7 @@ def pg_snapshot(engine: Engine, target: Path) -> dict[str, int]:
             f"pg_dump {tool} cannot dump a PostgreSQL {server} server; install "
             f"postgresql-client-{server} (or newer)."
         )
-    url, env = _libpq(engine.url)
-    answer = subprocess.run(
-        ["pg_dump", "--format=custom", "--no-owner", "--no-privileges", f"--file={target}", url],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if answer.returncode != 0:
-        raise StoreError(f"pg_dump failed: {_first_line(answer.stderr)}")
+    _run(engine, "pg_dump", "--format=custom", "--no-owner", "--no-privileges", f"--file={target}")
     os.chmod(target, 0o600)
     return {"server_major": server, "pg_dump_major": tool}
 
@@ -192,24 +183,19 @@ def pg_put_back(engine: Engine, dump: Path, dumped_by: int) -> None:
             f"This backup was written by pg_dump {dumped_by}; pg_restore {tool} cannot read it. "
             f"Install postgresql-client-{dumped_by} (or newer)."
         )
+    options = ("--no-owner", "--no-privileges", "--exit-on-error", "--single-transaction")
+    _run(engine, "pg_restore", *options, str(dump), dbname=True)
+
+
+def _run(engine: Engine, tool: str, *args: str, dbname: bool = False) -> None:
+    """Run a PostgreSQL client tool on the store's database; StoreError with its first line."""
     url, env = _libpq(engine.url)
+    target = f"--dbname={url}" if dbname else url  # pg_dump takes it last, pg_restore as --dbname
     answer = subprocess.run(
-        [
-            "pg_restore",
-            "--no-owner",
-            "--no-privileges",
-            "--exit-on-error",
-            "--single-transaction",
-            f"--dbname={url}",
-            str(dump),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
+        [tool, *args, target], capture_output=True, text=True, env=env, check=False
     )
     if answer.returncode != 0:
-        raise StoreError(f"pg_restore failed: {_first_line(answer.stderr)}")
+        raise StoreError(f"{tool} failed: {_first_line(answer.stderr)}")
 
 
 def _first_line(text: str) -> str:
