@@ -123,15 +123,21 @@ def test_a_changed_cut_or_foreign_backup_is_refused(
 
 
 def test_a_store_with_data_is_never_restored_into(
-    store: Store, tmp_path: Path, key: BackupKey
+    store: Store, tmp_path: Path, key: BackupKey, empty_url: str
 ) -> None:
-    """Restoring into the store the backup came from is refused in one sentence."""
+    """A store with data is refused in one sentence; a migrated one without rows as said."""
     seed(store, "alice")
     path = tmp_path / "store.mrb"
     create_backup(store, tmp_path / "data", path, key)
     url = store.engine.url.render_as_string(hide_password=False)
     with pytest.raises(ConfigError, match="already holds data; a backup is restored only into"):
         restore_backup(url, tmp_path / "data", path, key)
+    open_store(empty_url, tmp_path / "fresh").dispose()  # migrated, no rows
+    if store.dialect == "sqlite":  # replaced whole
+        assert restore_backup(empty_url, tmp_path / "fresh", path, key).manifest
+    else:  # pg_restore would meet the tables: a new database is asked for
+        with pytest.raises(ConfigError, match="has mailroom's tables already"):
+            restore_backup(empty_url, tmp_path / "fresh", path, key)
 
 
 def _grow(store: Store, megabytes: int) -> None:

@@ -106,6 +106,12 @@ def restore_backup(url: str, data_dir: Path, path: Path, key: BackupKey) -> Rest
             empty = snapshot.sqlite_is_empty(database)
         else:
             empty = snapshot.pg_is_empty(engine)
+            if not empty and snapshot.pg_tables_are_empty(engine):
+                raise ConfigError(
+                    f"The database {engine.url.render_as_string(hide_password=True)} has "
+                    "mailroom's tables already (without mail); pg_restore creates them, so "
+                    "restore into a new database (`createdb NAME`)."
+                )
     finally:
         engine.dispose()
     where = (

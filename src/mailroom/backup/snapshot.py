@@ -175,6 +175,15 @@ def pg_is_empty(engine: Engine) -> bool:
         return not inspect(conn).get_table_names()
 
 
+def pg_tables_are_empty(engine: Engine) -> bool:
+    """True when no table of the database's schema has a row (a store never used)."""
+    with engine.connect() as conn:
+        names = [n for n in inspect(conn).get_table_names() if n != "alembic_version"]
+        return all(
+            conn.execute(text(f'SELECT 1 FROM "{name}" LIMIT 1')).first() is None for name in names
+        )
+
+
 def pg_put_back(engine: Engine, dump: Path, dumped_by: int) -> None:
     """``pg_restore`` the dump into the (empty) database in one transaction."""
     tool = _major("pg_restore")
