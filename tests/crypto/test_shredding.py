@@ -27,6 +27,8 @@ ALICE_ADDRESS = "carol.quixotic@hangar-alice.example"
 ALICE_PHRASE = "the purple hippopotamus dances at midnight"
 BOB_SUBJECT = "Kangaroo migration notes"
 BOB_PHRASE = "wombats prefer the northern burrow"
+# The same message (a mailing list's) reaches both: its raw bytes are one blob, kept for bob.
+SHARED = make_message("issue-7@lists.example", subject="Newsletter", body="list text\n")
 
 
 def _linked_to_owner(table_name: str, seen: frozenset[str] = frozenset()) -> bool:
@@ -92,7 +94,8 @@ def test_a_deleted_owner_leaves_no_mail_in_the_files_and_the_other_keeps_theirs(
                 ),
             )
             for n in range(20)
-        ],
+        ]
+        + [("a-list", SHARED)],
     )
     ingest(
         store,
@@ -108,6 +111,7 @@ def test_a_deleted_owner_leaves_no_mail_in_the_files_and_the_other_keeps_theirs(
                     minutes=5,
                 ),
             ),
+            ("b-list", SHARED),
         ],
     )
     wrapper = MasterKeyWrapper(os.urandom(32))
@@ -119,7 +123,8 @@ def test_a_deleted_owner_leaves_no_mail_in_the_files_and_the_other_keeps_theirs(
     assert refused.exit_code != 0 and "add --yes to confirm" in refused.output
     deleted = run(store, tmp_path, "user", "delete", "alice", "--yes")
     assert deleted.exit_code == 0, deleted.output
-    assert "data key destroyed, 20 messages" in deleted.output
+    assert "data key destroyed, 21 messages" in deleted.output
+    assert "20 raw messages" in deleted.output  # the shared one stays: bob's message names it
     again = run(store, tmp_path, "user", "delete", "alice", "--yes")
     assert "There is no user called 'alice'" in again.output
 
@@ -133,14 +138,17 @@ def test_a_deleted_owner_leaves_no_mail_in_the_files_and_the_other_keeps_theirs(
     with store.session() as session:
         assert session.scalars(select(OwnerKey.user_id)).all() == [bob[0]]
         (entry,) = session.scalars(select(AuditEntry).where(AuditEntry.action == "user.delete"))
-        assert entry.user_name == "alice" and "20 messages" in entry.detail
+        assert entry.user_name == "alice" and "21 messages" in entry.detail
         found = search_ids(session, bob[0], "wombats")
         assert len(found) == 1
         body = session.get(MessageBody, found[0])
         assert body is not None and BOB_PHRASE in body.text_body
         assert search_ids(session, bob[0], "hippopotamus") == []
         remaining = session.execute(text("SELECT count(*) FROM messages")).scalar()
-    assert remaining == 2
+        shared = session.execute(
+            text("SELECT count(*) FROM blobs JOIN messages ON raw_sha256 = sha256")
+        ).scalar()
+    assert remaining == 3 and shared == 3
     assert thread_of(store, "b1@bob.example") == thread_of(store, "b2@bob.example") is not None
 
 
