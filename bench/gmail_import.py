@@ -240,7 +240,9 @@ def main() -> None:
         runs.append(result)
     keys = ("wall_quota_min", "wall_real_s", "over_quota_minimum", "over_paced_minimum")
     medians = {
-        key: statistics.median(float(r[key]) for r in runs if r[key] is not None) for key in keys
+        key: statistics.median(float(r[key]) for r in runs if r[key] is not None)
+        for key in keys
+        if any(r[key] is not None for r in runs)
     }
     print(json.dumps({"median": medians, "runs": len(runs)}), flush=True)
 

@@ -204,7 +204,11 @@ def main() -> None:
         result = one_run(args, url)
         print(json.dumps(result), flush=True)
         runs.append(result)
-    medians = {key: statistics.median(float(r[key]) for r in runs) for key in ("wall_s", "ratio")}
+    medians = {
+        key: statistics.median(float(r[key]) for r in runs if r[key] is not None)
+        for key in ("wall_s", "ratio")
+        if any(r[key] is not None for r in runs)
+    }
     print(json.dumps({"median": medians, "runs": len(runs)}), flush=True)
 
 
