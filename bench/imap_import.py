@@ -2,6 +2,7 @@
 
     python bench/imap_import.py [--copies 5] [--database-url URL] [--skip-mbsync]
                                 [--one-folder] [--cli] [--tty] [--repeat N]
+                                [--py-spy FILE [--py-spy-idle]]
 
 1. ``bench/corpus.py`` writes the SpamAssassin corpus x N as a Maildir (cached in
    ``bench/.work/corpus-xN``; ham in INBOX, spam in ``.Spam``: 6,046 x N messages).
