@@ -27,6 +27,7 @@ minutes), as in the threaded watcher.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import selectors
 import socket
@@ -118,36 +119,50 @@ class IdleMux:
 
     def _loop(self) -> None:
         while True:
-            timeout = 1.0
-            if self._parked:
-                timeout = max(0.0, min(1.0, min(self._parked.values()) - time.monotonic()))
-            events = self._selector.select(timeout)
-            with self._lock:
-                if self._closed:
+            try:
+                if not self._round():
                     return
-                incoming, self._incoming = self._incoming, []
-                stopping, self._stopping = self._stopping, []
-            for watch, deadline in incoming:
-                if watch.stopping:
-                    self.submit(watch, watch.finish_idle)
-                    continue
+            except Exception:  # the thread must outlive any one watch's trouble
+                log.exception("The IDLE selector stumbled; carrying on.")
+                time.sleep(0.1)
+
+    def _round(self) -> bool:
+        """Wait once and dispatch what happened; False once the mux is closed."""
+        timeout = 1.0
+        if self._parked:
+            timeout = max(0.0, min(1.0, min(self._parked.values()) - time.monotonic()))
+        events = self._selector.select(timeout)
+        with self._lock:
+            if self._closed:
+                return False
+            incoming, self._incoming = self._incoming, []
+            stopping, self._stopping = self._stopping, []
+        for watch, deadline in incoming:
+            if watch.stopping:
+                self.submit(watch, watch.finish_idle)
+                continue
+            try:
                 self._selector.register(watch.fd, selectors.EVENT_READ, watch)
-                self._set_parked(watch, deadline)
-            for key, _mask in events:
-                if key.data is None:
-                    with contextlib.suppress(BlockingIOError, OSError):
-                        self._wake_r.recv(4096)
-                    continue
-                watch = key.data
-                if self._unpark(watch):
-                    self.submit(watch, watch.readable)
-            for watch in stopping:
-                if self._unpark(watch):  # else a work thread holds it and will see the flag
-                    self.submit(watch, watch.finish_idle)
-            now = time.monotonic()
-            for watch in [w for w, due in self._parked.items() if due <= now]:
-                if self._unpark(watch):
-                    self.submit(watch, watch.renew)
+            except (KeyError, ValueError, OSError) as exc:  # a socket closed meanwhile
+                self.submit(watch, functools.partial(_raise, exc))
+                continue
+            self._set_parked(watch, deadline)
+        for key, _mask in events:
+            if key.data is None:
+                with contextlib.suppress(BlockingIOError, OSError):
+                    self._wake_r.recv(4096)
+                continue
+            watch = key.data
+            if self._unpark(watch):
+                self.submit(watch, watch.readable)
+        for watch in stopping:
+            if self._unpark(watch):  # else a work thread holds it and will see the flag
+                self.submit(watch, watch.finish_idle)
+        now = time.monotonic()
+        for watch in [w for w, due in self._parked.items() if due <= now]:
+            if self._unpark(watch):
+                self.submit(watch, watch.renew)
+        return True
 
     def _set_parked(self, watch: MuxWatcher, deadline: float) -> None:
         with self._lock:
@@ -313,6 +328,10 @@ class MuxWatcher(ImapWatcher):
                 self._ended.set()
         if self._done is not None:
             self._done(failure)
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 _shared: IdleMux | None = None
