@@ -11,7 +11,7 @@ import pytest
 from mailroom.config import Settings
 from mailroom.jobs.leases import LocalLeases
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
-from mailroom.providers.base import TransientError
+from mailroom.providers.base import AuthError, TransientError
 from mailroom.providers.imap import MuxWatcher, add_imap_account, sync_account
 from mailroom.providers.imap.idle_mux import IdleMux
 from mailroom.store.engine import Store
@@ -58,6 +58,22 @@ def mux() -> Iterator[IdleMux]:
     made = IdleMux(workers=WORKERS, name="test-idle")
     yield made
     made.close()
+
+
+def _refused(
+    store: Store, settings: Settings, dovecot: DovecotServer, login: str, name: str
+) -> int:
+    """An account whose password the server refuses."""
+    return add_imap_account(
+        store,
+        settings,
+        name=name,
+        host=dovecot.host,
+        port=dovecot.port,
+        tls="none",
+        login=login,
+        password="not-the-password",
+    )
 
 
 def _state(store: Store, account: int) -> tuple[str, str]:
@@ -135,16 +151,7 @@ def test_supervisor_on_the_mux_leases_auth_errors_and_shutdown(
     """The supervisor runs muxed watches: a refused login is auth_error, a lost lease ends one."""
     boxes = [new_mailbox(dovecot) for _ in range(3)]
     good = [add_account(store, settings, box, name=f"s{i}") for i, box in enumerate(boxes)]
-    bad = add_imap_account(
-        store,
-        settings,
-        name="bad",
-        host=dovecot.host,
-        port=dovecot.port,
-        tls="none",
-        login=boxes[0].user,
-        password="not-the-password",
-    )
+    bad = _refused(store, settings, dovecot, boxes[0].user, "bad")
     now = [1000.0]
     leases = LocalLeases(lambda: now[0])
     supervisor = Supervisor(
@@ -180,3 +187,13 @@ def _token(supervisor: Supervisor, account: int) -> str:
     token = supervisor._watches[account].lease_token
     assert token is not None
     return token
+
+
+def test_run_blocks_and_raises_a_refused_login(
+    store: Store, settings: Settings, dovecot: DovecotServer, mux: IdleMux
+) -> None:
+    """MuxWatcher.run() blocks like the threaded watcher and raises AuthError for a bad password."""
+    account = _refused(store, settings, dovecot, new_mailbox(dovecot).user, "refused")
+    with pytest.raises(AuthError):
+        MuxWatcher(store, account, settings=settings, mux=mux).run()
+    assert _state(store, account) == ("auth_error", "idle")
