@@ -73,6 +73,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from mailroom.errors import ConfigError
 
@@ -223,7 +224,9 @@ class Settings:
         """The database URL in force: the configured one or the SQLite default."""
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{self.data_dir / 'mailroom.sqlite3'}"
+        # Percent-encoded: a '?' or '#' in the data dir would otherwise end the path.
+        path = quote(str(self.data_dir / "mailroom.sqlite3"), safe="/")
+        return f"sqlite:///{path}"
 
 
 @dataclass(frozen=True)

@@ -275,3 +275,17 @@ def test_every_command_module_imports_first_in_a_fresh_process(tmp_path: Path) -
     listed = run("--help", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert all(name in listed.stdout for name in COMMANDS)
+
+
+def test_a_data_dir_with_url_characters_works(tmp_path: Path) -> None:
+    """A data dir whose path holds '#', '?', '%' and a space is a store like any other."""
+    data = tmp_path / "mail #1?x %41 y"
+    added = run(
+        "--data-dir", str(data), "import", str(_mail(tmp_path)), "--account", "a", cwd=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    assert (data / "mailroom.sqlite3").is_file()
+    listed = run("--data-dir", str(data), "list", "--label", "Work", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "Budget" in listed.stdout
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("mail ")] == [data.name]

@@ -11,6 +11,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from urllib.parse import unquote
 
 import click
 
@@ -138,7 +139,7 @@ def sqlite_path(url: str) -> Path | None:
     path = match.group("path")
     if path in ("", ":memory:"):
         return None
-    return Path(path).expanduser()
+    return Path(unquote(path)).expanduser()
 
 
 def current_sqlite_reader(settings: Settings, path: Path) -> SqliteReader | None:

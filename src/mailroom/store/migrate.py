@@ -17,9 +17,9 @@ def alembic_config(store: Store | None = None) -> Config:
     config.set_main_option("script_location", "mailroom.store:migrations")
     if store is not None:
         config.attributes["engine"] = store.engine
-        config.set_main_option(
-            "sqlalchemy.url", store.engine.url.render_as_string(hide_password=False)
-        )
+        # The config is a ConfigParser: a '%' (a percent-encoded path or password) is doubled.
+        url = store.engine.url.render_as_string(hide_password=False)
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
 
 
