@@ -6,6 +6,8 @@ DEMO_DIR := .mailroom-demo
 ENV_FILE ?= .env
 HOST ?= 127.0.0.1
 PORT ?= 8025
+# Test processes (pytest-xdist); TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 3
 
 .PHONY: demo demo-env test test-all lint bench fuzz clean
 
@@ -35,12 +37,12 @@ demo-env:
 ## test: install, make sure PostgreSQL, Redis and Dovecot are there, run the suite
 test: $(BIN)/.installed
 	@bash scripts/test-services.sh
-	@$(BIN)/pytest -q
+	@$(BIN)/pytest -q -n $(TEST_WORKERS)
 
 ## test-all: also the slow tests
 test-all: $(BIN)/.installed
 	@bash scripts/test-services.sh
-	@$(BIN)/pytest -q -m ''
+	@$(BIN)/pytest -q -n $(TEST_WORKERS) -m ''
 
 ## fuzz: run each fuzz harness (MIME parser, IMAP FETCH reader, JMAP request parser) for
 ## FUZZ_SECONDS (600) seconds; inputs that break a contract land in fuzz/crashes/<name>/
