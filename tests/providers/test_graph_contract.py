@@ -203,12 +203,4 @@ def harness(store: Store, settings: Settings, graph_emulator: GraphEmulator) -> 
 
 
 class TestGraphContract(ProviderContract):
-    """Graph holds to the provider contract (one test waits for the emulator, see below)."""
-
-    def test_a_renamed_and_moved_label_moves_its_provider_folder(self, harness: Harness) -> None:
-        """Skipped: the emulator has no ``POST /me/mailFolders/{id}/move`` route yet.
-
-        Graph has it and the propagator uses it; the emulator (tests/emulators/graph,
-        another helper's) answers 400, so a moved folder cannot be shown here.
-        """
-        pytest.skip("the Graph emulator does not emulate POST /me/mailFolders/{id}/move")
+    """Graph holds to the provider contract."""

@@ -10,7 +10,7 @@ Invariants the routes and the scripting API rely on:
   folder it touched: an entry per REST id per folder, present or removed (with
   the reason: ``changed`` when it left the folder, ``deleted`` when it is gone).
   A delta round is "the entries of a folder whose sequence is above the token's".
-* Folder creations, renames and deletions take a sequence number too
+* Folder creations, renames, moves and deletions take a sequence number too
   (:attr:`Mailbox.folder_changes`), for ``/me/mailFolders/delta``; count
   changes (unread, total) are not tracked there.
 * Well-known names (``inbox``, ``sentitems``, ...) are aliases of folder ids,
@@ -200,6 +200,34 @@ class Mailbox:
             self._folder_changed(folder.id)
             return folder
 
+    def move_folder(self, ref: str, destination: str) -> Folder:
+        """Put a user folder (its subfolders and messages along) under ``destination``.
+
+        The folder keeps its id; the moved folder and both parents (their child
+        counts changed) are reported by the folder delta. A folder cannot go
+        under itself or a descendant, and a sibling of the same name is a 409.
+        """
+        with self.lock:
+            folder = self._user_folder(ref, "ErrorMoveDistinguishedFolder", "moved")
+            target = self.folder(destination)
+            above: Folder | None = target
+            while above is not None:
+                if above.id == folder.id:
+                    raise bad_request(
+                        "A folder cannot be moved under itself or its subfolders.",
+                        "ErrorMoveCopyFailed",
+                    )
+                above = self.folders.get(above.parent_id or "")
+            old_parent = folder.parent_id
+            assert old_parent is not None
+            if old_parent != target.id:
+                self._name_free(target.id, folder.display_name)
+                folder.parent_id = target.id
+                for changed in (folder.id, old_parent, target.id):
+                    if self.folders[changed].parent_id is not None:  # the root is never listed
+                        self._folder_changed(changed)
+            return folder
+
     def delete_folder(self, ref: str) -> None:
         """Delete a user folder with its subfolders and their messages."""
         with self.lock:
@@ -218,14 +246,15 @@ class Mailbox:
         reason = "deleted" if removed else None
         self.folder_changes[folder_id] = Entry(self._tick(), folder_id, folder_id, reason)
 
-    def _user_folder(self, ref: str) -> Folder:
+    def _user_folder(
+        self,
+        ref: str,
+        code: str = "ErrorDeleteDistinguishedFolder",
+        verb: str = "deleted or renamed",
+    ) -> Folder:
         folder = self.folder(ref)
         if folder.well_known or folder.parent_id is None:
-            raise GraphError(
-                403,
-                "ErrorDeleteDistinguishedFolder",
-                "Distinguished folders cannot be deleted or renamed.",
-            )
+            raise GraphError(403, code, f"Distinguished folders cannot be {verb}.")
         return folder
 
     def counts(self, folder: Folder) -> tuple[int, int, int]:

@@ -207,6 +207,15 @@ def rename_folder(call: Call, args: list[str]) -> Reply:
     return Reply(200, call.mailbox.render_folder(call.mailbox.rename_folder(args[0], name)))
 
 
+@route("POST", "/me/mailFolders/{}/move")
+def move_folder(call: Call, args: list[str]) -> Reply:
+    """Move a user folder under ``destinationId`` (id or well-known name): 201 and the folder."""
+    destination = call.json().get("destinationId")
+    if not isinstance(destination, str) or not destination:
+        raise bad_request("destinationId is required.", "ErrorInvalidRequest")
+    return Reply(201, call.mailbox.render_folder(call.mailbox.move_folder(args[0], destination)))
+
+
 @route("DELETE", "/me/mailFolders/{}")
 def delete_folder(call: Call, args: list[str]) -> Reply:
     """Delete a user folder, its subfolders and their messages."""

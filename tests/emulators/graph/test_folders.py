@@ -108,3 +108,53 @@ def test_folder_delta_lists_the_tree_then_its_changes(
     by_id = {f["id"]: f for f in changes["value"]}
     assert by_id[work.id]["displayName"] == "Job"
     assert by_id[old.id] == {"id": old.id, "@removed": {"reason": "deleted"}}
+
+
+def test_a_folder_move_changes_its_parent_and_its_subfolders_follow(
+    graph: httpx.Client, graph_emulator: GraphEmulator
+) -> None:
+    """POST mailFolders/{id}/move answers 201 with the folder under its new parent, same id."""
+    mailbox = graph_emulator.mailbox()
+    work, home = mailbox.create_folder("Work"), mailbox.create_folder("Home")
+    leaf = mailbox.create_folder("Leaf", work.id)
+    below = mailbox.create_folder("Below", leaf.id)
+    delta_link = _delta_link(graph)
+    moved = graph.post(f"/me/mailFolders/{leaf.id}/move", json={"destinationId": home.id})
+    assert moved.status_code == 201
+    assert moved.json()["id"] == leaf.id and moved.json()["parentFolderId"] == home.id
+    assert graph.get(f"/me/mailFolders/{work.id}").json()["childFolderCount"] == 0
+    kids = graph.get(f"/me/mailFolders/{leaf.id}/childFolders").json()["value"]
+    assert [k["id"] for k in kids] == [below.id]
+    changed = {f["id"] for f in graph.get(delta_link).json()["value"]}
+    assert changed == {leaf.id, work.id, home.id}
+    top = graph.post(f"/me/mailFolders/{leaf.id}/move", json={"destinationId": "msgfolderroot"})
+    assert top.json()["parentFolderId"] == mailbox.root.id
+
+
+def test_a_folder_move_refuses_well_known_cycles_and_name_clashes(
+    graph: httpx.Client, graph_emulator: GraphEmulator
+) -> None:
+    """Well-known folders cannot move, nor a folder under itself, nor onto a taken name."""
+    mailbox = graph_emulator.mailbox()
+    work, home = mailbox.create_folder("Work"), mailbox.create_folder("Home")
+    leaf = mailbox.create_folder("Leaf", work.id)
+    mailbox.create_folder("Leaf", home.id)
+
+    def move(ref: str, destination: str) -> httpx.Response:
+        return graph.post(f"/me/mailFolders/{ref}/move", json={"destinationId": destination})
+
+    assert move("inbox", home.id).status_code == 403
+    assert move(work.id, leaf.id).json()["error"]["code"] == "ErrorMoveCopyFailed"
+    assert move(leaf.id, home.id).status_code == 409
+    assert move(leaf.id, "nosuchfolder").status_code == 404
+    assert mailbox.folder(leaf.id).parent_id == work.id
+
+
+def _delta_link(graph: httpx.Client) -> str:
+    link: str | None = "/me/mailFolders/delta"
+    delta_link = ""
+    while link:
+        body = graph.get(link).json()
+        link = body.get("@odata.nextLink")
+        delta_link = body.get("@odata.deltaLink", delta_link)
+    return delta_link

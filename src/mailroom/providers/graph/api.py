@@ -298,6 +298,17 @@ class GraphClient:
         )
         return GraphFolder.from_json(body)
 
+    def move_folder(self, folder_id: str, destination_id: str) -> GraphFolder:
+        """Put a folder (and what it holds) under ``destination_id``; it keeps its id."""
+        body = self._json(
+            self.request(
+                "POST",
+                f"/me/mailFolders/{_quote(folder_id)}/move",
+                json={"destinationId": destination_id},
+            )
+        )
+        return GraphFolder.from_json(body)
+
     def delete_folder(self, folder_id: str) -> None:
         """Delete a folder (with what it holds)."""
         self.request("DELETE", f"/me/mailFolders/{_quote(folder_id)}")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -129,15 +128,15 @@ def _rename(account: GraphAccount, wanted: _Wanted) -> Recorder:
     target = _joined(wanted.parent_path, wanted.name)
     if path == target:
         return lambda session: None
-    folder = account.client.rename_folder(folder_id, wanted.name)
-    current_parent = path.rsplit("/", 1)[0] if "/" in path else ""
+    current_parent, _, current_name = path.rpartition("/")
+    folder: GraphFolder | None = None
+    if current_name != wanted.name:
+        folder = account.client.rename_folder(folder_id, wanted.name)
     if current_parent != wanted.parent_path:
+        # the top level is the root's children: msgfolderroot names it
         destination = wanted.parent_graph_id or "msgfolderroot"
-        account.client.request(
-            "POST",
-            f"/me/mailFolders/{quote(folder_id, safe='')}/move",
-            json={"destinationId": destination},
-        )
+        folder = account.client.move_folder(folder_id, destination)
+    assert folder is not None  # the path differs, so one of the two ran
     return _record_folder(account.account_id, wanted.label_id, folder, target, row_id)
 
 
