@@ -19,6 +19,7 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -146,6 +147,7 @@ def main() -> None:
             store.dispose()
     finally:
         server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(report, indent=2))
 
 
