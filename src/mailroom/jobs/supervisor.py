@@ -47,8 +47,8 @@ rest at an even pace over ``poll_spread`` (80 %) of the interval, in an order
 drawn at random per process and kept (so an account's polls stay an interval
 apart, and two supervisors do not poll the same accounts in step).
 
-Watchers: one that offers ``start(done)`` (:class:`BackgroundWatcher`, the IMAP
-:class:`~mailroom.providers.imap.idle_mux.MuxWatcher`) runs without a thread of
+Watchers: one that offers ``start(done)`` (:class:`BackgroundWatcher`, such as
+IMAP's multiplexed IDLE watcher) runs without a thread of
 its own — a thousand IDLE connections share one selector thread and a few work
 threads; one that only blocks in ``run()`` gets a thread, as before.
 
