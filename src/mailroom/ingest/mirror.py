@@ -73,6 +73,7 @@ __all__ = [
     "orphans",
     "pending_messages",
     "remove_locations",
+    "replace_labels",
 ]
 
 
@@ -353,6 +354,34 @@ def remove_locations(
             changes.emails.update(removed)
             changes.mailboxes.add(label)
     return affected
+
+
+def replace_labels(
+    session: Session, changes: ChangeSet, message_id: int, have: set[int], wanted: set[int]
+) -> bool:
+    """Make a message's labels among ``have`` the ``wanted`` ones; whether any changed.
+
+    For a provider that decides a set of a message's labels (Gmail's labels,
+    Graph's categories): the caller says which it holds now and which it should.
+    """
+    add, remove = wanted - have, have - wanted
+    if add:
+        session.execute(
+            insert_for(session, MessageLabel)
+            .values([{"message_id": message_id, "label_id": x} for x in sorted(add)])
+            .on_conflict_do_nothing()
+        )
+    if remove:
+        session.execute(
+            delete(MessageLabel).where(
+                MessageLabel.message_id == message_id, MessageLabel.label_id.in_(remove)
+            )
+        )
+    if not (add or remove):
+        return False
+    changes.emails.add(message_id)
+    changes.mailboxes.update(add | remove)
+    return True
 
 
 def apply_flags(

@@ -7,6 +7,9 @@ its deltaLink) alike; SPEC §1–2 and seed 000_5011172e45d074e7:
   and stored through :func:`mailroom.ingest.commit_batch`, with the folder's
   label, its categories as labels, ``conversationId`` as the provider thread id
   (stage 1 of threading) and the read state.
+* **Categories** of known mail are mirrored too: a message reported as changed
+  carries its full ``categories``, and its category labels follow them
+  (:mod:`.categories`; pending local changes win).
 * **Attaching to a folder is exclusive.** Graph keeps a message in one folder,
   and deltas of different folders arrive in any order, so the folder a message
   was last seen in is where it lives: seeing it in a folder removes its
@@ -48,8 +51,8 @@ from mailroom.ingest.mirror import (
     remove_locations,
 )
 from mailroom.ingest.model import IncomingMessage, Location
-from mailroom.labels.resolver import resolve_path
 from mailroom.providers.graph.api import GraphClient
+from mailroom.providers.graph.categories import category_label, mirror_categories
 from mailroom.providers.graph.folders import graph_id, set_state
 from mailroom.providers.graph.limiter import MAILBOX_CONCURRENCY
 from mailroom.providers.graph.models import DeltaPage, GraphMessage
@@ -99,13 +102,16 @@ def _new_items(
 
 
 def _incoming(
-    session: Session, user_id: int, folder_id: int, fetched: Sequence[tuple[GraphMessage, bytes]]
+    session: Session, account_id: int, folder_id: int, fetched: Sequence[tuple[GraphMessage, bytes]]
 ) -> list[IncomingMessage]:
+    scope = AccountScope.load(session, account_id)
     label = session.scalar(select(Folder.label_id).where(Folder.id == folder_id))
     items: list[IncomingMessage] = []
     for message, raw in fetched:
         labels = [label] if label is not None else []
-        labels += [resolve_path(session, user_id, [c]).id for c in message.categories or ()]
+        for name in message.categories or ():
+            if (category := category_label(session, scope, name)) is not None:
+                labels.append(category)
         items.append(
             IncomingMessage(
                 provider_id=message.id,
@@ -192,7 +198,7 @@ def take_page(
             store,
             account_id,
             user_id,
-            lambda session: _incoming(session, user_id, folder_id, fetched),
+            lambda session: _incoming(session, account_id, folder_id, fetched),
         )
     with store.session() as session:
         scope = AccountScope.load(session, account_id)
@@ -204,6 +210,12 @@ def take_page(
             if gid in stored
         ]
         attach(session, scope, changes, folder_id, placed)
+        reported = {
+            stored[gid]: message.categories
+            for gid, message in latest.items()
+            if gid in stored and message.categories is not None
+        }
+        mirror_categories(session, scope, changes, reported)
         drop_removals(session, account_id, folder_id, latest)
         gone = [r.id for r in page.removals if r.id not in latest]
         if keep:

@@ -2,7 +2,8 @@
 
 Never from the operation names, so a replay changes nothing (SPEC §2):
 
-* ``isRead`` follows ``seen_at``, the flag follows the Starred label;
+* ``isRead`` follows ``seen_at``, the flag follows the Starred label, and
+  ``categories`` (the full array) follow its category labels (:mod:`.categories`);
 * Graph keeps a message in one folder, so its folder is the folder of a label
   it carries: the folder it is in, while it still carries that folder's label;
   otherwise the folder of a folder label the pending changes added (a move to
@@ -19,8 +20,10 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.ingest.mirror import AccountScope
 from mailroom.labels.resolver import system_label
 from mailroom.providers.base import MessageChanges
+from mailroom.providers.graph.categories import category_names
 from mailroom.providers.graph.folders import graph_id
 from mailroom.store.models import Folder, Message, MessageLabel, MessageLocation
 
@@ -38,6 +41,7 @@ class MessagePlan:
     target_graph_folder: str  # that folder's Graph id
     seen: bool
     starred: bool
+    categories: tuple[str, ...] = ()
 
     @property
     def moves(self) -> bool:
@@ -83,4 +87,5 @@ def plan_message(
         target_graph_folder=graph_id(target),
         seen=seen_at is not None,
         starred=starred,
+        categories=category_names(session, AccountScope.load(session, account_id), mid),
     )

@@ -1,11 +1,11 @@
 """The Graph propagator: mailroom's changes carried to Graph in ``$batch`` requests, idempotently.
 
 Message changes (:mod:`.message_ops` says what Graph should hold): each message
-is one ``PATCH`` (``isRead`` and ``flag``) and, when its folder differs, one
-``move`` that depends on it (``dependsOn``), so a message's two parts always go
-in the same ``$batch`` of at most 20. The answer to a move carries the message's
-id in its new folder (a new one unless immutable ids are used): the outcome
-records the new location with that id, through :mod:`mailroom.ingest.mirror`,
+is one ``PATCH`` (``isRead``, ``flag`` and the full ``categories``) and, when its
+folder differs, one ``move`` that depends on it (``dependsOn``), so a message's
+two parts always go in the same ``$batch`` of at most 20. The answer to a move
+carries the message's id in its new folder (a new one unless immutable ids are
+used): the outcome records the new location with that id, through :mod:`mailroom.ingest.mirror`,
 in the transaction that marks the changes done. A message deleted forever is
 ``permanentDelete``-d; one Graph no longer has (404) counts as done either way.
 A message with no known place yet is retried later.
@@ -47,7 +47,11 @@ def requests_for(index: int, plan: MessagePlan) -> list[BatchRequest]:
         f"p{index}",
         "PATCH",
         _path(plan.graph_id),
-        update_body(is_read=plan.seen, flag_status="flagged" if plan.starred else "notFlagged"),
+        update_body(
+            is_read=plan.seen,
+            flag_status="flagged" if plan.starred else "notFlagged",
+            categories=plan.categories,
+        ),
     )
     if not plan.moves:
         return [patch]

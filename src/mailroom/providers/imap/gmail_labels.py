@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for, pending_messages
+from mailroom.ingest.mirror import AccountScope, ChangeSet, pending_messages, replace_labels
 from mailroom.labels.resolver import system_label
 from mailroom.providers.imap.discovery import folder_label
 from mailroom.store.chunks import in_chunks
@@ -112,24 +112,8 @@ def mirror_labels(
         )
         for message_id, label_id in rows:
             current[message_id].add(label_id)
-    changed: set[int] = set()
-    for message_id in free:
-        add = wanted[message_id] - current[message_id]
-        remove = current[message_id] - wanted[message_id]
-        if add:
-            session.execute(
-                insert_for(session, MessageLabel)
-                .values([{"message_id": message_id, "label_id": x} for x in sorted(add)])
-                .on_conflict_do_nothing()
-            )
-        if remove:
-            session.execute(
-                delete(MessageLabel).where(
-                    MessageLabel.message_id == message_id, MessageLabel.label_id.in_(remove)
-                )
-            )
-        if add or remove:
-            changed.add(message_id)
-            changes.mailboxes.update(add | remove)
-    changes.emails.update(changed)
-    return changed
+    return {
+        message_id
+        for message_id in free
+        if replace_labels(session, changes, message_id, current[message_id], wanted[message_id])
+    }
