@@ -21,7 +21,7 @@ from mailroom.store.engine import Store
 from mailroom.store.models import AuditEntry
 from tests.cli.test_tokens import run
 from tests.helpers import make_account
-from tests.web.conftest import PASSWORD, add_user, browser, sign_in
+from tests.web.conftest import PASSWORD, add_user, browser, csrf_of, sign_in
 
 WRONG = "not the password"
 
@@ -72,6 +72,22 @@ def test_web_and_jmap_sign_ins_are_recorded_with_the_client_address(
     assert {origin for _, _, _, origin, _ in log} == {"127.0.0.1"}
     assert log[2][4] == "no such user" and all("hunter2" not in str(row) for row in log)
     assert "user name reached 5 failed sign-ins" in log[-1][4]
+
+
+def test_a_web_sign_out_is_recorded_once(store: Store, server: str) -> None:
+    """Sign-out is audited with the client address; a forged or repeated sign-out is not."""
+    add_user(store, "alice")
+    with browser(server) as client:
+        assert sign_in(client, server, "alice").status_code == 303
+        csrf = csrf_of(client.get("/").text)
+        assert client.post("/signout", data={"csrf": "forged"}).status_code == 403
+        assert client.post("/signout", data={"csrf": csrf}).status_code == 303
+        client.cookies.clear()
+        assert client.post("/signout", data={"csrf": csrf}).status_code == 303
+    log = [row for row in _log(store) if row[0] == "signout"]
+    assert [(action, user, via, origin) for action, user, via, origin, _ in log] == [
+        ("signout", "alice", "web", "127.0.0.1")
+    ]
 
 
 def test_token_changes_are_recorded_in_the_action_transaction(store: Store) -> None:

@@ -9,14 +9,14 @@ What is recorded (the names in :data:`ACTIONS`):
   each refusal during a lock-out (its start is): an attacker must not be
   able to grow the log without bound. A failed name that is no user is
   recorded without the name, which is sometimes a mistyped password.
+* ``signout``: a web session ended by its user's "Sign out".
 * ``token.create`` / ``token.revoke``, ``user.create`` / ``user.password`` /
   ``user.delete``, ``account.add`` / ``account.disconnect`` /
   ``account.remove``, ``key.init`` / ``key.rotate``, ``backup.create`` /
   ``backup.restore``.
 
-Some of these have no code calling them yet (``user.delete``,
-``account.remove``, ``key.rotate``): they are named here so the code that
-will delete owners and rotate keys records under the same names.
+``account.remove`` has no code calling it yet: it is named here so the code
+that will remove an account for good records under that name.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ ACTIONS = frozenset(
         "signin.ok",
         "signin.failed",
         "signin.locked",
+        "signout",
         "token.create",
         "token.revoke",
         "user.create",

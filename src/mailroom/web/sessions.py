@@ -108,7 +108,29 @@ def find_session(store: Store, token: str | None, now: datetime | None = None) -
     return SignedIn(row.id, row.user_id, row.name, row.csrf_token)
 
 
-def end_session(store: Store, session_id: int) -> None:
-    """Sign a session out: its cookie opens nothing any more (idempotent)."""
+def end_session(store: Store, session_id: int, signed_out: SignOut | None = None) -> None:
+    """End a session: its cookie opens nothing any more (idempotent).
+
+    With ``signed_out`` (the user pressed "Sign out") the end is audited as ``signout``
+    in the same transaction; a session replaced by a new sign-in is not.
+    """
     with store.session() as session:
         session.execute(delete(WebSession).where(WebSession.id == session_id))
+        if signed_out is not None:
+            from mailroom.audit.log import Origin, record
+
+            record(
+                session,
+                "signout",
+                user_name=signed_out.user.name,
+                user_id=signed_out.user.user_id,
+                origin=Origin.network("web", signed_out.address),
+            )
+
+
+@dataclass(frozen=True)
+class SignOut:
+    """Who pressed "Sign out", and from which client address (for the audit log)."""
+
+    user: SignedIn
+    address: str | None

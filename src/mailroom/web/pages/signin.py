@@ -28,7 +28,7 @@ from mailroom.web.pages.common import (
     same_token,
     signed_in_user,
 )
-from mailroom.web.sessions import end_session, start_session
+from mailroom.web.sessions import SignOut, end_session, start_session
 
 SIGNIN_FORM_SECONDS = 3600  # how long a sign-in form stays usable
 
@@ -148,7 +148,7 @@ def signout(request: Request) -> Response:
                 403,
                 message="This sign-out form has expired; reload the page and sign out again.",
             )
-        end_session(web.store, user.session_id)
+        end_session(web.store, user.session_id, SignOut(user, client_address(request)))
     response.delete_cookie(
         SESSION_COOKIE, path="/", secure=over_tls(request), httponly=True, samesite="lax"
     )
