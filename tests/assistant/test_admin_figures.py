@@ -103,3 +103,6 @@ def test_the_admin_page_shows_the_hold_figures(store: Store, admin_base: str) ->
         page = client.get("/admin").text
     assert "Model: <strong>offline</strong>" in page
     assert "<td>4</td><td>2.0 s</td><td>60.0 s</td><td>2 (50 %)</td><td>1</td>" in page
+    # Once, in the page's content: not also inside <title> or <head>.
+    assert page.count('id="assistant-heading"') == 1
+    assert "<title>Admin — mailroom</title>" in page
