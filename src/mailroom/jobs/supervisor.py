@@ -153,7 +153,6 @@ class Supervisor:
     _round: list[int] = field(default_factory=list)
     _round_start: float = 0.0
     _round_size: int = 0
-    _round_done: int = 0
     _phase: dict[int, float] = field(default_factory=dict)
     _retry: set[int] = field(default_factory=set)  # polls to try again on the next tick
 
@@ -207,13 +206,13 @@ class Supervisor:
         if now >= self._next_poll:
             self._next_poll = now + self.config.poll_interval
             self._round = sorted(active, key=self._phase_of)
-            self._round_start, self._round_size, self._round_done = now, len(active), 0
+            self._round_start, self._round_size = now, len(active)
         spread = max(self.config.poll_interval * self.config.poll_spread, 1e-9)
         paced = math.ceil(self._round_size * (now - self._round_start) / spread)
         allowed = min(self._round_size, self.config.poll_burst + paced)
-        take = max(0, allowed - self._round_done)
+        done = self._round_size - len(self._round)  # polled so far this round
+        take = max(0, allowed - done)
         batch, self._round = self._round[:take], self._round[take:]
-        self._round_done += len(batch)
         return set(batch) & active
 
     def _phase_of(self, account_id: int) -> float:
