@@ -40,8 +40,6 @@ quota minutes and real seconds, and the two minimums:
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import sys
 import tempfile
 import time
@@ -52,7 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.provider_bench import fresh_postgres, store_count  # noqa: E402
+from bench.provider_bench import repeat_runs, store_count  # noqa: E402
 from tests.emulators.gmail.emulator import GmailEmulator  # noqa: E402
 from tests.emulators.gmail.quota import NEW_PROJECT  # noqa: E402
 from tests.emulators.gmail.seed import START, epoch_ms, make_message  # noqa: E402
@@ -232,19 +230,9 @@ def main() -> None:
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    runs = []
-    for _ in range(args.repeat):
-        url = fresh_postgres(args.database_url) if args.database_url else None
-        result = one_run(args, url)
-        print(json.dumps(result), flush=True)
-        runs.append(result)
-    keys = ("wall_quota_min", "wall_real_s", "over_quota_minimum", "over_paced_minimum")
-    medians = {
-        key: statistics.median(float(r[key]) for r in runs if r[key] is not None)
-        for key in keys
-        if any(r[key] is not None for r in runs)
-    }
-    print(json.dumps({"median": medians, "runs": len(runs)}), flush=True)
+    repeat_runs(
+        args, one_run, ("wall_quota_min", "wall_real_s", "over_quota_minimum", "over_paced_minimum")
+    )
 
 
 if __name__ == "__main__":

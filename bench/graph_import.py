@@ -31,9 +31,7 @@ ratio; with ``--repeat`` also the medians.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
-import statistics
 import sys
 import tempfile
 import threading
@@ -45,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.provider_bench import fresh_postgres, store_count  # noqa: E402
+from bench.provider_bench import repeat_runs, store_count  # noqa: E402
 from tests.emulators.graph.server import GraphEmulator  # noqa: E402
 from tests.providers.test_graph_contract import add_graph_account  # noqa: E402
 
@@ -269,18 +267,7 @@ def main() -> None:
     parser.add_argument("--database-url", help="PostgreSQL URL of a database to recreate")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    runs = []
-    for _ in range(args.repeat):
-        url = fresh_postgres(args.database_url) if args.database_url else None
-        result = one_run(args, url)
-        print(json.dumps(result), flush=True)
-        runs.append(result)
-    medians = {
-        key: statistics.median(float(r[key]) for r in runs if r[key] is not None)
-        for key in ("wall_s", "ratio")
-        if any(r[key] is not None for r in runs)
-    }
-    print(json.dumps({"median": medians, "runs": len(runs)}), flush=True)
+    repeat_runs(args, one_run, ("wall_s", "ratio"))
 
 
 if __name__ == "__main__":
