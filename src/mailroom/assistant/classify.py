@@ -45,13 +45,17 @@ class ClassifyOutcome:
     left: list[int] = field(default_factory=list)  # yielded to live mail, not asked yet
 
 
+def usable(verdict: Verdict | None) -> bool:
+    """Whether an answer is a verdict: one confident enough to replace the cascade's tab."""
+    return verdict is not None and verdict.confidence >= MIN_CONFIDENCE
+
+
 def apply_verdict(
     session: Session, message_id: int, verdict: Verdict | None, now: datetime
 ) -> bool:
     """Record the answer (once), re-sort the message, end its hold; False if already asked."""
-    usable = verdict is not None and verdict.confidence >= MIN_CONFIDENCE
     values: dict[str, object] = {"assistant_at": now}
-    if usable and verdict is not None:
+    if verdict is not None and usable(verdict):
         values |= {"assistant_category": verdict.tab, "assistant_reason": verdict.reason[:500]}
     claimed = session.execute(
         update(Message)
@@ -60,7 +64,7 @@ def apply_verdict(
     )
     if not getattr(claimed, "rowcount", 0):
         return False
-    if usable:
+    if usable(verdict):
         from mailroom.categories.recompute import recategorize
 
         user_id = session.scalar(select(Message.user_id).where(Message.id == message_id))
@@ -107,7 +111,6 @@ def classify_messages(
             verdict = None
         with store.session() as session:
             if apply_verdict(session, message_id, verdict, now()):
-                usable = verdict is not None and verdict.confidence >= MIN_CONFIDENCE
-                done = outcome.verdicts if usable else outcome.no_verdict
+                done = outcome.verdicts if usable(verdict) else outcome.no_verdict
                 done.append(message_id)
     return outcome
