@@ -86,15 +86,18 @@ def load_master_key(settings: Settings) -> bytes:
             f"The master key file {path} lies inside the data dir {settings.data_dir}; move it "
             "elsewhere so a copy of the data alone cannot decrypt the passwords."
         )
+    return read_key_file(path, "master key file", "; create it with `mailroom keys init`")
+
+
+def read_key_file(path: Path, what: str, missing_hint: str = "") -> bytes:
+    """The 32-byte key in ``path`` (the master key's format); a ConfigError naming ``what``."""
     try:
-        text = path.read_text(encoding="ascii")
+        text = path.expanduser().read_text(encoding="ascii")
     except FileNotFoundError:
-        raise ConfigError(
-            f"The master key file {path} does not exist; create it with `mailroom keys init`."
-        ) from None
+        raise ConfigError(f"The {what} {path} does not exist{missing_hint}.") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not a key file"
-        raise ConfigError(f"The master key file {path} cannot be read ({reason}).") from None
+        raise ConfigError(f"The {what} {path} cannot be read ({reason}).") from None
     return _decode_key(text, str(path))
 
 

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from mailroom.config import Settings
 from mailroom.errors import ConfigError
-from mailroom.secrets import _decode_key, load_master_key
+from mailroom.secrets import load_master_key, read_key_file
 
 _INFO = b"mailroom backup key v1"
 
@@ -47,16 +47,7 @@ class BackupKey:
 def backup_key(settings: Settings, key_file: Path | None = None) -> BackupKey:
     """The key ``--key-file`` names, else the one derived from the master key (ConfigError)."""
     if key_file is not None:
-        try:
-            text = key_file.expanduser().read_text(encoding="ascii")
-        except FileNotFoundError:
-            raise ConfigError(f"The backup key file {key_file} does not exist.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or "not a key file"
-            raise ConfigError(
-                f"The backup key file {key_file} cannot be read ({reason})."
-            ) from None
-        return BackupKey(_decode_key(text, str(key_file)), "file")
+        return BackupKey(read_key_file(key_file, "backup key file"), "file")
     if settings.master_key is None and settings.master_key_file is None:
         raise ConfigError(
             "No backup key: set the master key (MAILROOM_MASTER_KEY_FILE) the backup key is "
