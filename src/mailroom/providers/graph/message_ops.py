@@ -78,7 +78,12 @@ def plan_message(
         choices = added or carried or archive
         target = choices[0] if choices else here
     seen_at = session.scalar(select(Message.seen_at).where(Message.id == mid))
-    starred = system_label(session, user_id, "starred").id in labels
+    scope = AccountScope(
+        account_id=account_id,
+        user_id=user_id,
+        starred_label=system_label(session, user_id, "starred").id,
+        folder_labels={f.id: f.label_id for f in folders.values() if f.label_id is not None},
+    )
     return MessagePlan(
         message_id=mid,
         graph_id=str(location.provider_ref),
@@ -86,6 +91,6 @@ def plan_message(
         target_folder=target.id,
         target_graph_folder=graph_id(target),
         seen=seen_at is not None,
-        starred=starred,
-        categories=category_names(session, AccountScope.load(session, account_id), mid),
+        starred=scope.starred_label in labels,
+        categories=category_names(session, scope, mid),
     )
