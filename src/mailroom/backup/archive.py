@@ -99,15 +99,10 @@ def partial_name(path: Path) -> Path:
 
 def remove_stale_partials(path: Path) -> None:
     """Remove half-written backups to ``path`` left by killed processes."""
-    from mailroom.backup.snapshot import _alive
+    from mailroom.backup.snapshot import remove_orphans
 
     pattern = re.compile(rf"^\.{re.escape(path.name)}\.partial-(\d+)-[0-9a-f]+$")
-    if not path.parent.is_dir():
-        return
-    for entry in path.parent.iterdir():
-        match = pattern.match(entry.name)
-        if match and not _alive(int(match.group(1))):
-            entry.unlink(missing_ok=True)
+    remove_orphans(path.parent, pattern)
 
 
 def write_backup(path: Path, key: BackupKey, manifest: dict[str, Any], data: Path) -> Written:

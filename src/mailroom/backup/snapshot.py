@@ -47,10 +47,18 @@ def temp_path(directory: Path) -> Path:
 
 def remove_stale_temps(directory: Path) -> None:
     """Remove plain copies left by backup processes that were killed."""
+    remove_orphans(directory, TEMP_PATTERN)
+
+
+def remove_orphans(directory: Path, pattern: re.Pattern[str]) -> None:
+    """Remove the files in ``directory`` whose name ``pattern`` matches with a dead process id.
+
+    The pattern's first group is the id of the process that made the file.
+    """
     if not directory.is_dir():
         return
     for entry in directory.iterdir():
-        match = TEMP_PATTERN.match(entry.name)
+        match = pattern.match(entry.name)
         if match and not _alive(int(match.group(1))):
             entry.unlink(missing_ok=True)
 
