@@ -105,7 +105,8 @@ class Runtime:
     ) -> None:
         self.store = store
         self.settings = settings
-        AssistantConfig.from_settings(settings)  # a bad setting is refused before anything starts
+        # A bad setting is refused before anything starts.
+        assistant_config = AssistantConfig.from_settings(settings)
         self.queues: dict[str, Huey] = make_queues(settings)
         self.leases: Leases = (
             RedisLeases(
@@ -129,7 +130,7 @@ class Runtime:
         # The assistant (SPEC §9), when the operator configured a model: holding new
         # mail, its questions and releasers (mailroom.jobs.assistant).
         self.assistant: AssistantJobs | None = None
-        if settings.assistant.strip().lower() not in ("", "off"):
+        if assistant_config.enabled:
             self.assistant = AssistantJobs(store, self.queues, settings, self.jobs.now).install()
             steps.STEPS.append(AssistantStep(self.assistant))
         self.supervisor = Supervisor(
