@@ -27,7 +27,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 from mailroom.audit import record
-from mailroom.errors import unknown_user
+from mailroom.reading import user_id
 from mailroom.store.engine import Store
 
 _MESSAGES = "SELECT id FROM messages WHERE user_id = :owner"
@@ -108,10 +108,7 @@ class Deletion:
 def owner_id(store: Store, name: str) -> int:
     """The id of user ``name``; a NotFoundError in one sentence."""
     with store.session() as session:
-        found = session.execute(text("SELECT id FROM users WHERE name = :n"), {"n": name}).first()
-    if found is None:
-        raise unknown_user(name)
-    return int(found[0])
+        return user_id(session, name)
 
 
 def destroy_keys(store: Store, owner: int) -> int:
