@@ -65,11 +65,14 @@ def _unwraps(wrapper: KeyWrapper, row: OwnerKey) -> bool:
 
 
 def _unwrap_any(wrappers: Sequence[KeyWrapper], row: OwnerKey) -> bytes:
+    context = wrap_context(row.user_id, row.version)
     for wrapper in wrappers[:-1]:
-        if _unwraps(wrapper, row):
-            return wrapper.unwrap(row.wrapped, wrap_context(row.user_id, row.version))
+        try:
+            return wrapper.unwrap(row.wrapped, context)
+        except ConfigError:
+            continue
     # The last one's error, in one sentence, when none opens it.
-    return wrappers[-1].unwrap(row.wrapped, wrap_context(row.user_id, row.version))
+    return wrappers[-1].unwrap(row.wrapped, context)
 
 
 def _box_opens(box: SecretBox, sealed: bytes, context: str) -> bool:
