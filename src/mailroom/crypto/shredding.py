@@ -46,6 +46,7 @@ OWNED_TABLES: tuple[tuple[str, str], ...] = (
     ("submissions", _OWN),
     ("pending_changes", f"account_id IN ({_ACCOUNTS})"),
     ("message_events", _OWN),
+    ("search_tokens", _OWN),
     ("message_bodies", f"message_id IN ({_MESSAGES})"),
     ("message_keywords", f"message_id IN ({_MESSAGES})"),
     ("message_labels", f"message_id IN ({_MESSAGES})"),

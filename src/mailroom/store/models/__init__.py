@@ -39,6 +39,7 @@ from mailroom.store.models.messages import (
     MessageLabel,
     MessageLocation,
     MessageRef,
+    SearchToken,
 )
 from mailroom.store.models.outbound import (
     SUBMISSION_STATES,
@@ -100,6 +101,7 @@ __all__ = [
     "MessageLabel",
     "MessageLocation",
     "MessageRef",
+    "SearchToken",
     "OwnerKey",
     "PushSubscription",
     "SignInFailure",

@@ -106,10 +106,16 @@ class MessageBody(Base):
     sanitized_html: Mapped[str | None] = mapped_column(Text)
     headers: Mapped[list[list[str]]] = mapped_column(JSON, default=list)
     attachments: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    # True: the bodies, headers and attachment list are values sealed under the owner's data key
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
 
 
 class Blob(Base):
-    """Raw RFC 5322 bytes, content-addressed by SHA-256, in the same transaction as the message."""
+    """Raw RFC 5322 bytes, content-addressed by SHA-256, in the same transaction as the message.
+
+    A sealed blob has an owner (``user_id``): its data is sealed under that owner's data key
+    and its key is a keyed hash of the bytes under that key, so it is never shared.
+    """
 
     __tablename__ = "blobs"
 
@@ -117,6 +123,21 @@ class Blob(Base):
     size: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    user_id: Mapped[int | None] = mapped_column(IdType, index=True)
+
+
+class SearchToken(Base):
+    """The blind search index: a keyed hash of one word of a sealed message."""
+
+    __tablename__ = "search_tokens"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    token: Mapped[str] = mapped_column(String(32), primary_key=True)
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
 
 
 class MessageLabel(Base):
