@@ -10,6 +10,8 @@
 ``MAILROOM_KEY_WRAPPER``   what wraps each owner's data key: ``master`` (default) or
                            ``keyfile`` with ``MAILROOM_KEY_WRAPPER_FILE`` (an operator key
                            file of named key versions, outside the data dir).
+``MAILROOM_ENCRYPT_MAIL``  ``1`` seals new mail (bodies, raw messages, search words) under
+                           each owner's data key; mail sealed before stays readable when off.
 ``MAILROOM_ALLOWED_PRIVATE_HOSTS``  operator allow-list (comma-separated host
                            names, addresses or networks) of mail servers that may
                            resolve to loopback/private addresses (SSRF guard).
@@ -127,6 +129,8 @@ class Settings:
     # above) or ``keyfile`` (an operator's versioned key file, KMS style, at the path below).
     key_wrapper: str = "master"
     key_wrapper_file: Path | None = None
+    # MAILROOM_ENCRYPT_MAIL=1: new mail is sealed under its owner's data key (crypto.sealing)
+    encrypt_mail: int = 0
     allowed_private_hosts: str = ""
     # Sign-in lock-out (web and JMAP Basic): failures allowed per user name and per
     # client address within the window before password sign-ins are refused (429).

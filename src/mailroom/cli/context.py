@@ -52,10 +52,12 @@ class AppContext:
     def store(self) -> Store:
         """The store, created if there is none yet, opened and migrated on first use."""
         if self._store is None:
+            from mailroom.crypto.sealing import sealing_from_settings
             from mailroom.store.engine import open_store
 
             settings = self.settings
             self._store = open_store(settings.resolved_database_url, settings.data_dir)
+            self._store.sealing = sealing_from_settings(settings)
         return self._store
 
     @property

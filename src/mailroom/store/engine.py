@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -22,15 +22,27 @@ from sqlalchemy.orm import Session, sessionmaker
 from mailroom.errors import StoreError
 from mailroom.store.files import private_dir, private_file
 
+if TYPE_CHECKING:
+    from mailroom.crypto.sealing import MailSealing
+
 log = logging.getLogger(__name__)
+
+SEALING_INFO_KEY = "mailroom.sealing"  # where a session carries its store's sealing
 
 
 class Store:
-    """A database holding mailroom's mail: an engine plus a session factory."""
+    """A database holding mailroom's mail: an engine plus a session factory.
 
-    def __init__(self, engine: Engine, data_dir: Path | None = None) -> None:
+    ``sealing`` (``mailroom.crypto.sealing``) is the key wrapper and the seal-new-mail
+    switch every session of this store carries; None for a store opened without keys.
+    """
+
+    def __init__(
+        self, engine: Engine, data_dir: Path | None = None, sealing: MailSealing | None = None
+    ) -> None:
         self.engine = engine
         self.data_dir = data_dir
+        self.sealing = sealing
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     @property
@@ -42,6 +54,8 @@ class Store:
     def session(self) -> Iterator[Session]:
         """A session committed on success and rolled back on any exception."""
         session = self._sessions()
+        if self.sealing is not None:
+            session.info[SEALING_INFO_KEY] = self.sealing
         try:
             yield session
             session.commit()
