@@ -376,3 +376,43 @@ def test_supervisors_started_together_share_the_accounts(store: Store) -> None:
     assert min(len(h) for h in held) >= 75
     for supervisor in pair:
         supervisor.stop()
+
+
+def test_two_supervisors_poll_each_account_once_a_round_between_them(store: Store) -> None:
+    """Sharing leases, two supervisors' rounds ask one poll per account and interval (not
+    two); when one dies, the other polls every account, the first time at most the claim
+    (90 % of the interval) late, then every interval."""
+    accounts = _accounts(store, 60)
+    clock = Clock()
+    leases = LocalLeases(clock)
+    times: dict[int, list[float]] = {}
+
+    def poll(account_id: int) -> None:
+        times.setdefault(account_id, []).append(clock.now)
+
+    pair = [
+        Supervisor(
+            store,
+            watcher_for=lambda _a: None,
+            poll=poll,
+            leases=leases,
+            config=SupervisorConfig(poll_interval=300),
+        )
+        for _ in range(2)
+    ]
+    for _ in range(900):  # three rounds, both supervisors ticking every second
+        for supervisor in pair:
+            supervisor.tick(clock.now)
+        clock.now += 1
+    assert sorted(times) == accounts
+    assert all(len(t) == 3 for t in times.values()), times
+    died_at = clock.now
+    for _ in range(900):  # the second one alone
+        pair[1].tick(clock.now)
+        clock.now += 1
+    for account, polled in times.items():
+        after = [t for t in polled if t >= died_at]
+        assert len(after) >= 2, (account, polled)
+        gaps = [b - a for a, b in zip(polled, polled[1:], strict=False)]
+        assert max(gaps) <= 300 * 1.9, (account, polled)
+        assert gaps[-1] == 300, (account, polled)

@@ -33,7 +33,7 @@ TTL plus that after its death. A tick starts at most ``start_batch`` (100)
 watches, taking accounts in its own random order, so supervisors started
 together share the accounts instead of the first taking them all (a running
 set is not rebalanced: a supervisor started later gets what others drop).
-Polls need no lease (idempotent).
+Polls need no lease (idempotent); a round's polls claim their accounts (below).
 
 New accounts: every tick reads the active accounts, so an account added while
 the engine runs (web page, CLI, another machine) gets its watcher within a tick,
@@ -45,7 +45,17 @@ The poll round: every ``poll_interval`` (5 min) each active account is polled
 once, but never all at once: up to ``poll_burst`` (20) at the round's start, the
 rest at an even pace over ``poll_spread`` (80 %) of the interval, in an order
 drawn at random per process and kept (so an account's polls stay an interval
-apart, and two supervisors do not poll the same accounts in step).
+apart, and two supervisors do not poll the same accounts in step). With leases
+(several supervisors), a round's poll of an account first claims it for
+``poll_claim`` (90 %) of the interval: a supervisor whose turn comes while
+another's claim stands leaves that account out, so a round costs one sync job
+per account however many supervisors run — not one per supervisor. Claims are
+never released, only expire, so the first supervisor to try after expiry
+polls: an account is polled once an interval while its pollers run, and when
+the one that claimed it dies, the next poll comes at most ``poll_claim`` of an
+interval late (its watch moves sooner, with the lease, and its takeover
+syncs). The polls of new, reactivated and retried accounts claim nothing:
+they are asked for a reason.
 
 Watchers: one that offers ``start(done)`` (:class:`BackgroundWatcher`, such as
 IMAP's multiplexed IDLE watcher) runs without a thread of
@@ -85,6 +95,7 @@ POLL_INTERVAL = 300.0
 HEALTHY_AFTER = 60.0  # a watch that ran this long resets the backoff
 POLL_BURST = 20  # polls a round may start at once; the rest follow at an even pace
 POLL_SPREAD = 0.8  # a round's polls are spread over this share of the interval
+POLL_CLAIM = 0.9  # a round's poll claims its account for this share of the interval
 START_BATCH = 100  # watches started per tick at most
 LEASE_RETRY = 3.0  # seconds between attempts at a lease another process holds
 STOP_WAIT = 30.0  # longest wait for a stopped watch to let go of its connection
@@ -133,6 +144,7 @@ class SupervisorConfig:
     healthy_after: float = HEALTHY_AFTER
     poll_burst: int = POLL_BURST
     poll_spread: float = POLL_SPREAD
+    poll_claim: float = POLL_CLAIM
 
 
 @dataclass
@@ -189,7 +201,7 @@ class Supervisor:
             # the import). At the first tick every account is in the round instead.
             due = active - self._seen if self._seen is not None else set()
             self._seen = active
-            due |= self._round_due(active, now)
+            due |= self._claimed(self._round_due(active, now))
             due |= self._retry & active
             self._retry.clear()
             for account_id in sorted(due):
@@ -214,6 +226,13 @@ class Supervisor:
         take = max(0, allowed - done)
         batch, self._round = self._round[:take], self._round[take:]
         return set(batch) & active
+
+    def _claimed(self, accounts: set[int]) -> set[int]:
+        """Those of a round's ``accounts`` no other supervisor polled within this interval."""
+        if self.leases is None:
+            return accounts
+        ttl = self.config.poll_interval * self.config.poll_claim
+        return {a for a in accounts if self.leases.acquire(f"poll:{a}", ttl) is not None}
 
     def _phase_of(self, account_id: int) -> float:
         """The account's place in this process's random order (drawn once)."""
