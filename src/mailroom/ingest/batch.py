@@ -27,6 +27,8 @@ from sqlalchemy.orm import Session
 
 from mailroom.conversations.references import reference_chain
 from mailroom.conversations.subject import subject_key
+from mailroom.crypto.mail_writing import sealed_blob_key
+from mailroom.crypto.sealing import mail_cipher, seals_new_mail
 from mailroom.ingest.model import Batch, BatchResult, IncomingMessage, StoredMessage
 from mailroom.ingest.pipeline import run_pipeline
 from mailroom.mime import Address, ParsedMessage, parse_message
@@ -158,12 +160,15 @@ def store_batch(
     parsed_by_id: dict[str, tuple[IncomingMessage, ParsedMessage]] = {}
     digests: dict[str, str | None] = {}
     rows = []
+    cipher = mail_cipher(session) if seals_new_mail(session) else None
     for item in unique:
         parsed = _parse(item, result)
         if parsed is None:
             continue
         parsed_by_id[item.provider_id] = (item, parsed)
         row = _message_row(parsed, item, account_id, user_id)
+        if cipher is not None and row["raw_sha256"] is not None:
+            row["raw_sha256"] = sealed_blob_key(cipher, user_id, row["raw_sha256"])
         digests[item.provider_id] = row["raw_sha256"]
         rows.append(row)
     if not rows:
@@ -204,7 +209,7 @@ def store_batch(
         )
     if refs:
         insert_ignoring_conflicts(session, MessageRef, refs)
-    index_documents(session, documents)
+    index_documents(session, documents, user_id)
     result.created_ids = [message.message_id for message in stored]
     result.duplicate_ids = list(existing.values())
     session.flush()

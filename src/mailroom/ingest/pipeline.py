@@ -38,6 +38,8 @@ from mailroom.categories.correspondents import (
     switched_off,
 )
 from mailroom.conversations.subject import is_reply
+from mailroom.crypto.mail_writing import seal_blob_data, seal_body_row
+from mailroom.crypto.sealing import mail_cipher, seals_new_mail
 from mailroom.ingest.model import Batch
 from mailroom.mime import ParsedMessage
 from mailroom.store import changelog
@@ -83,6 +85,9 @@ class SanitizeStage:
             }
             for item in batch.messages
         ]
+        cipher = mail_cipher(batch.session) if seals_new_mail(batch.session) else None
+        if cipher is not None:
+            rows = [seal_body_row(cipher, batch.user_id, row) for row in rows]
         if rows:
             insert_rows(batch.session, MessageBody, rows)
 
@@ -91,7 +96,9 @@ class RawStage:
     """Keep the original bytes, content-addressed, when the provider gave them.
 
     The message row already names its blob (``raw_sha256`` is set on insert, in
-    the same transaction); this stage stores the bytes once per digest.
+    the same transaction); this stage stores the bytes once per digest. Sealed
+    mail's key is the owner's keyed hash of the digest (``ingest.batch``) and
+    its bytes are sealed under that key (``crypto.mail_writing``).
     """
 
     name = "raw"
@@ -101,8 +108,16 @@ class RawStage:
         for item in batch.messages:
             if item.raw_sha256 is not None and item.incoming.raw is not None:
                 blobs[item.raw_sha256] = item.incoming.raw
+        cipher = mail_cipher(batch.session) if seals_new_mail(batch.session) else None
+        owner = batch.user_id if cipher is not None else None
         values = [
-            {"sha256": d, "size": len(b), "data": b, "created_at": utcnow()}
+            {
+                "sha256": d,
+                "size": len(b),
+                "data": b if cipher is None else seal_blob_data(cipher, batch.user_id, d, b),
+                "user_id": owner,
+                "created_at": utcnow(),
+            }
             for d, b in blobs.items()
         ]
         insert_ignoring_conflicts(batch.session, Blob, values)

@@ -1,0 +1,72 @@
+"""Ingest with sealing on: nothing of a body or the raw bytes is in the tables in clear."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import select, text
+
+from mailroom.crypto.mail_reading import bodies_of, raw_message
+from mailroom.store.engine import Store
+from mailroom.store.models import Blob, Message, MessageBody
+from tests.crypto.sealed_mail.conftest import BODY_PHRASE, HEADER_VALUE, sealed_message
+from tests.helpers import ingest, make_account
+
+
+def _table_text(store: Store, table: str) -> bytes:
+    """Every value of every row of ``table`` as bytes, however the driver returns it."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(text(f"SELECT * FROM {table}")).all()
+    return b"\n".join(
+        value if isinstance(value, bytes) else str(value).encode()
+        for row in rows
+        for value in row
+        if value is not None
+    )
+
+
+def test_bodies_and_raw_bytes_are_sealed_in_the_tables(sealed_store: Store) -> None:
+    account = make_account(sealed_store)
+    raw = sealed_message()
+    result = ingest(sealed_store, account, [("1", raw)])
+    (message_id,) = result.created_ids
+
+    for table in ("message_bodies", "blobs"):
+        stored = _table_text(sealed_store, table)
+        assert stored, table
+        assert BODY_PHRASE.encode() not in stored, table
+        assert HEADER_VALUE.encode() not in stored, table
+        assert b"X-Secret-Plan" not in stored, table
+    with sealed_store.session() as session:
+        body = session.get(MessageBody, message_id)
+        assert body is not None and body.sealed
+        blob = session.scalar(select(Blob))
+        assert blob is not None
+        assert blob.user_id == account[0]
+        assert blob.size == len(raw)
+        assert blob.sha256 != hashlib.sha256(raw).hexdigest()
+        assert session.scalar(select(Message.raw_sha256)) == blob.sha256
+        # ... and the seam opens both.
+        opened = bodies_of(session, [message_id])[message_id]
+        assert BODY_PHRASE in opened.text_body
+        assert ["X-Secret-Plan", HEADER_VALUE] in [list(h) for h in opened.headers]
+        assert raw_message(session, message_id) == raw
+
+
+def test_the_same_bytes_twice_for_one_owner_are_one_blob(sealed_store: Store) -> None:
+    account = make_account(sealed_store)
+    raw = sealed_message()
+    ingest(sealed_store, account, [("1", raw), ("2", raw)])
+    with sealed_store.session() as session:
+        assert session.scalar(text("SELECT count(*) FROM blobs")) == 1
+        keys = set(session.scalars(select(Message.raw_sha256)))
+        assert len(keys) == 1
+
+
+def test_two_owners_never_share_a_sealed_blob(sealed_store: Store) -> None:
+    raw = sealed_message()
+    ingest(sealed_store, make_account(sealed_store, "alice"), [("1", raw)])
+    ingest(sealed_store, make_account(sealed_store, "bob"), [("1", raw)])
+    with sealed_store.session() as session:
+        owners = session.execute(select(Blob.user_id)).scalars().all()
+        assert sorted(owners) == sorted({*owners}) and len(owners) == 2
