@@ -6,6 +6,8 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
+from mailroom.assistant import hold
+from mailroom.assistant.catchup import never_asked
 from mailroom.config import Settings
 from mailroom.ingest import commit_batch
 from mailroom.ingest.routing import BACKLOG, LIVE
@@ -66,3 +68,53 @@ def test_catch_up_waits_for_imports_and_an_empty_queue_then_yields_to_live_mail(
     assert set(thread_tabs(store, ["m0", "m1", "m2"]).values()) == {"promotions"}
     queues[BACKLOG].flush()
     assert jobs.catch_up() == {}  # every message was asked: nothing left to catch up
+
+
+# stage, rule_category of each message: which a verdict could still change is the question
+DECISIONS = {
+    "unsorted": (None, None),
+    "default": ("default", None),
+    "sender": ("sender", None),
+    "label": ("provider_label", None),
+    "own": ("own_message", None),
+    "correction": ("correction", None),
+    "correspondent": ("correspondent", None),
+    "rule": ("default", "promotions"),
+    "unsorted-rule": (None, "updates"),
+}
+
+
+def test_the_hold_and_the_catch_up_agree_on_which_mail_a_verdict_could_change(
+    store: Store,
+) -> None:
+    """New mail is held exactly when the catch-up would ask about it: undecided mail
+    (a message without a stage too), never a rule's, a label's, the owner's own, a
+    correction's or a correspondent's."""
+    owner = make_owner(store)
+    keys = list(DECISIONS)
+    commit_batch(store, owner.account_id, owner.user_id, [incoming(owner, k, k) for k in keys])
+    with store.session() as session:
+        for key, (stage, rule) in DECISIONS.items():
+            session.execute(
+                update(Message)
+                .where(Message.provider_id == key)
+                .values(category_stage=stage, rule_category=rule)
+            )
+        ids = {
+            key: message_id
+            for key, message_id in session.execute(select(Message.provider_id, Message.id))
+        }
+    policy = hold.HoldPolicy(3)
+    hold.ACTIVE.append(policy)
+    try:
+        with store.session() as session:
+            asked = never_asked(session, owner.user_id)
+            held, reason = hold.hold_new_mail(
+                session, owner.user_id, owner.account_id, list(ids.values()), utcnow(), ()
+            )
+    finally:
+        hold.ACTIVE.remove(policy)
+    assert reason is None
+    by_id = {message_id: key for key, message_id in ids.items()}
+    assert sorted(by_id[i] for i in held) == ["default", "sender", "unsorted"]
+    assert sorted(by_id[i] for i in asked) == sorted(by_id[i] for i in held)

@@ -7,7 +7,8 @@ once every account of that owner finished importing, and only while that
 queue is empty: the empty queue is the whole state (a batch is queued, done,
 and the next duty queues the next). ``messages.assistant_at`` is the
 progress mark. Only mail whose tab a verdict could still change is picked
-(not rule-filed, no Gmail label, not the owner's own, no correction or
+(:func:`~mailroom.assistant.hold.verdict_could_decide`, as for holding new mail:
+not rule-filed, no Gmail label, not the owner's own, no correction or
 correspondent), so the model is never asked a question whose answer stands.
 The backlog task yields to live mail (:func:`mailroom.jobs.assistant`).
 """
@@ -18,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.assistant.config import owners_enabled
-from mailroom.assistant.hold import DECIDED_STAGES
+from mailroom.assistant.hold import verdict_could_decide
 from mailroom.ingest.routing import every_account_imported
 from mailroom.store.models import Message
 
@@ -34,8 +35,7 @@ def never_asked(session: Session, user_id: int, limit: int = BATCH) -> list[int]
             .where(
                 Message.user_id == user_id,
                 Message.assistant_at.is_(None),
-                Message.rule_category.is_(None),
-                Message.category_stage.not_in(sorted(DECIDED_STAGES)),
+                verdict_could_decide(),
             )
             .order_by(Message.received_at.desc(), Message.id.desc())
             .limit(limit)

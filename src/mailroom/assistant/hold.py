@@ -19,7 +19,7 @@ Not held (each a reason, checked in this order):
 * ``own`` — it is the account's own sent copy;
 * ``decided`` — the answer already stands: a user rule filed it, a Gmail
   ``CATEGORY_*`` label, the owner's own mail, a correction, a known correspondent
-  (:func:`verdict_could_decide`).
+  (:func:`verdict_could_decide`, the same condition the catch-up asks by).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -52,9 +52,17 @@ class HoldPolicy:
 ACTIVE: list[HoldPolicy] = []  # the runtime appends its policy; empty: nothing is held
 
 
-def verdict_could_decide(stage: str | None, rule_category: str | None) -> bool:
-    """Whether a model's verdict could still change this message's tab."""
-    return rule_category is None and stage not in DECIDED_STAGES
+def verdict_could_decide() -> ColumnElement[bool]:
+    """SQL: a model's verdict could still change the message's tab.
+
+    No user rule filed it and no stage above the assistant's decided it; a message
+    without a stage (sorted before stages were kept) is undecided. Holding new mail
+    and the catch-up both select by this, so they never disagree about a message.
+    """
+    return Message.rule_category.is_(None) & or_(
+        Message.category_stage.is_(None),
+        Message.category_stage.not_in(sorted(DECIDED_STAGES)),
+    )
 
 
 def held_condition() -> ColumnElement[bool]:
@@ -88,14 +96,14 @@ def hold_new_mail(
         return [], "importing"
     held: list[int] = []
     for chunk in in_chunks(sorted(message_ids)):
-        rows = session.execute(
-            select(Message.id, Message.category_stage, Message.rule_category).where(
+        held += session.scalars(
+            select(Message.id).where(
                 Message.id.in_(chunk),
                 Message.user_id == user_id,
                 Message.received_at >= now - OLD_AFTER,
+                verdict_could_decide(),
             )
         )
-        held += [mid for mid, stage, rule in rows if verdict_could_decide(stage, rule)]
     for chunk in in_chunks(held):
         session.execute(update(Message).where(Message.id.in_(chunk)).values(category_held_at=now))
     return held, None
