@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mailroom.errors import NotFoundError, unknown_user
 from mailroom.providers.facts import importing
 from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
-from mailroom.store.search import match_clause
+from mailroom.store.search import BlindTerms, match_clause
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -47,10 +47,16 @@ def _labels_of(reader: Reader, message_ids: Sequence[int]) -> dict[int, list[str
     return labels
 
 
-def search_ids(source: Source, user: int, query: str, limit: int = 100) -> list[int]:
-    """Ids of the user's messages matching a full-text query, newest first (binned excluded)."""
+def search_ids(
+    source: Source, user: int, query: str, limit: int = 100, blind: BlindTerms | None = None
+) -> list[int]:
+    """Ids of the user's messages matching a full-text query, newest first (binned excluded).
+
+    ``blind``: the query hashed for the user's sealed mail (``crypto.blind_index``), when
+    they have some; without it only clear mail is searched.
+    """
     reader = as_reader(source)
-    clause = match_clause(reader.dialect, query)
+    clause = match_clause(reader.dialect, query, blind)
     if clause is None:
         return []
     condition, params = clause

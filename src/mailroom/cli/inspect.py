@@ -21,6 +21,7 @@ from mailroom.reading import (
     search_ids,
     user_id,
 )
+from mailroom.store.search import BlindTerms
 
 # What `list` shows on a terminal when no --limit is given: a screenful, not the store.
 TERMINAL_LIMIT = 50
@@ -127,12 +128,25 @@ def search_command(app: AppContext, query: str, owner: str, output: str, limit: 
     """Full-text search over subject, participants and body (all words must occur)."""
     reader = app.reader
     user = user_id(reader, owner)
-    ids = search_ids(reader, user, query, limit)
+    ids = search_ids(reader, user, query, limit, sealed_search_terms(app, user, query))
     rows = list_messages(reader, user, ids=ids) if ids else []
     if not rows and output == "table":
         click.echo(f"No message matches {query!r}.")
         return
     _print(rows, output)
+
+
+def sealed_search_terms(app: AppContext, user: int, query: str) -> BlindTerms | None:
+    """The query hashed for the user's sealed mail, or None when they have none.
+
+    SQLAlchemy and the key wrapper are loaded only for an owner with sealed mail.
+    """
+    if not app.reader.rows("SELECT 1 FROM search_tokens WHERE user_id = :u LIMIT 1", {"u": user}):
+        return None
+    from mailroom.crypto.blind_index import blind_terms
+
+    with app.store.session() as session:
+        return blind_terms(session, user, query)
 
 
 def _addresses(pairs: list[Any]) -> str:

@@ -53,6 +53,7 @@ from sqlalchemy.orm import Session, aliased
 from sqlalchemy.types import NullType
 
 from mailroom.categories.tabs import CATEGORIES
+from mailroom.crypto.blind_index import blind_terms_for_words
 from mailroom.jmap import ids
 from mailroom.jmap.comparators import Comparator, keyword_argument, parse_sort
 from mailroom.jmap.emailsort import (
@@ -66,7 +67,7 @@ from mailroom.jmap.emailsort import (
 )
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.methods.common import is_int, parse_utc_date
-from mailroom.jmap.textsearch import fulltext_clause, split_text
+from mailroom.jmap.textsearch import blind_words_of, fulltext_clause, split_text
 from mailroom.store.models import (
     Label,
     Message,
@@ -127,7 +128,7 @@ def like_pattern(value: str) -> str:
     return f"%{escaped}%"
 
 
-def sql_condition(sql: str, params: dict[str, str]) -> ColumnElement[bool]:
+def sql_condition(sql: str, params: dict[str, Any]) -> ColumnElement[bool]:
     """A condition written in SQL, parenthesised and typed, so NOT, AND and OR take it."""
     return type_coerce(text(f"({sql})").bindparams(**params), Boolean)
 
@@ -143,6 +144,7 @@ class EmailFilter:
     def __init__(
         self, session: Session, user_id: int, roles: dict[str, int], *, tabs: bool
     ) -> None:
+        self.session = session
         self.dialect = session.get_bind().dialect.name
         self.user_id = user_id
         self.roles = roles
@@ -222,7 +224,10 @@ class EmailFilter:
         if not isinstance(value, str):
             raise invalid_arguments(f"{name} must be a string.")
         column = "body" if name == "body" else None
-        clause = fulltext_clause(self.dialect, value, column, f"fts_{self._next_param()}")
+        blind = blind_terms_for_words(
+            self.session, self.user_id, blind_words_of(value), body_only=column == "body"
+        )
+        clause = fulltext_clause(self.dialect, value, column, f"fts_{self._next_param()}", blind)
         if clause is None:
             return true()
         sql, params = clause
@@ -275,11 +280,15 @@ class EmailFilter:
         tokens = self._tokens(value[1], "header") if len(value) == 2 else []
         if self.dialect == "sqlite":
             raw, like = "b.headers", "LIKE"
-            rows = "json_each(b.headers) AS h"
+            # A sealed row's header list is one sealed string: it matches nothing here.
+            rows = "json_each(CASE WHEN b.sealed THEN '[]' ELSE b.headers END) AS h"
             name_sql, value_sql = "json_extract(h.value, '$[0]')", "json_extract(h.value, '$[1]')"
         else:
             raw, like = "CAST(b.headers AS TEXT)", "ILIKE"
-            rows = "json_array_elements(b.headers) AS h(value)"
+            rows = (
+                "json_array_elements(CASE WHEN b.sealed THEN '[]'::json ELSE b.headers END) "
+                "AS h(value)"
+            )
             name_sql, value_sql = "(h.value ->> 0)", "(h.value ->> 1)"
         tests = [f"lower({name_sql}) = :hname_{index}"]
         quick: list[str] = []

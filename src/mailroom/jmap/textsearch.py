@@ -7,7 +7,8 @@ For the full-text conditions (``text``, ``body``) each token becomes an
 index phrase of its words (split as ``store.search`` indexes them); the
 last unquoted word also matches as a prefix, as everywhere else in
 mailroom. ``body`` searches only the body column (FTS5 column filter,
-tsvector weight C).
+tsvector weight C). Sealed mail is searched in the blind index
+(``crypto.blind_index``): whole words, a phrase as all its words.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mailroom.store.search import query_terms
+from mailroom.store.search import BlindTerms, blind_query_words, either, query_terms
 
 _TSQUERY_UNSAFE = re.compile(r"[^\w@.+-]")
 # The column of the FTS5 table and the tsvector weight of each searchable part.
@@ -92,10 +93,25 @@ def _tsquery(tokens: list[Token], column: str | None) -> str | None:
     return " & ".join(parts) if parts else None
 
 
+def blind_words_of(value: str) -> list[str]:
+    """The words of ``value`` as the blind index of sealed mail keeps them (all must occur)."""
+    return blind_query_words([word for token in split_text(value) for word in token.words])
+
+
 def fulltext_clause(
+    dialect: str, value: str, column: str | None, param: str, blind: BlindTerms | None = None
+) -> tuple[str, dict[str, str | int]] | None:
+    """A SQL condition on ``messages.id`` for the tokens of ``value`` (None: no words).
+
+    ``blind``: :func:`blind_words_of` hashed for the owner's sealed mail, OR-ed with the
+    clear index (sealed mail matches phrases as all their words, in any order).
+    """
+    return either(_clear_clause(dialect, value, column, param), blind, f"{param}_b")
+
+
+def _clear_clause(
     dialect: str, value: str, column: str | None, param: str
 ) -> tuple[str, dict[str, str]] | None:
-    """A SQL condition on ``messages.id`` for the tokens of ``value`` (None: no words)."""
     tokens = split_text(value)
     if dialect == "sqlite":
         expression = _fts5(tokens, column)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import ColumnElement, String, Text, TextClause, cast, or_, select, text, update
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.blind_index import blind_terms
 from mailroom.errors import RuleError
 from mailroom.labels.operations import Operations
 from mailroom.labels.resolver import resolve_path
@@ -57,9 +58,13 @@ def _json_like(value: str) -> str:
 
 
 def condition_clauses(
-    session: Session, conditions: Conditions
+    session: Session, conditions: Conditions, owner: int | None = None
 ) -> list[ColumnElement[bool] | TextClause]:
-    """The SQL conditions on ``messages`` of a rule's conditions (all must hold)."""
+    """The SQL conditions on ``messages`` of a rule's conditions (all must hold).
+
+    ``owner``: whose messages are matched, so that a text condition searches their
+    sealed mail too (the blind index); without it only clear mail is searched.
+    """
     clauses: list[ColumnElement[bool] | TextClause] = []
     if conditions.from_:
         pattern = _like(conditions.from_)
@@ -82,7 +87,8 @@ def condition_clauses(
     if conditions.list_id:
         clauses.append(cast(Message.list_id, String).ilike(_like(conditions.list_id), escape="!"))
     if conditions.text:
-        found = match_clause(session.get_bind().dialect.name, conditions.text)
+        blind = blind_terms(session, owner, conditions.text) if owner is not None else None
+        found = match_clause(session.get_bind().dialect.name, conditions.text, blind)
         if found is None:  # validation keeps this from happening; match nothing rather than all
             clauses.append(text("1 = 0"))
         else:
@@ -102,7 +108,7 @@ def matching(
         .where(
             Message.user_id + 0 == user_id,  # the id index, not a scan of the user's mail
             Message.id.in_(sorted(message_ids)),
-            *condition_clauses(session, spec.conditions),
+            *condition_clauses(session, spec.conditions, user_id),
         )
         .order_by(Message.id)
     )

@@ -4,11 +4,19 @@ SQLite uses an FTS5 table whose rowid is the message id; PostgreSQL a
 ``tsvector`` table with a GIN index (``simple`` configuration, no stemming,
 because mail comes in every language). Both are written in the same
 transaction as the message, so a flushed batch is searchable at once.
+
+Sealed mail (``crypto.sealing.seals_new_mail``) writes no clear text here:
+its words go to the blind index instead (``crypto.blind_index``, the
+``search_tokens`` table), and a query on an owner who has such rows is
+matched against both (:class:`BlindTerms`). The helpers that split and fold
+words for the blind index live here, free of SQLAlchemy and cryptography, so
+the plain-SQL read path (``store.reader``) can use them.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +27,9 @@ if TYPE_CHECKING:
 
 BODY_LIMIT = 200_000  # characters of body indexed per message; the rest is rarely searched
 _WORD = re.compile(r"\w[\w.@+-]*\w|\w", re.UNICODE)
+# A word of the blind index: a run of letters and digits, as FTS5's unicode61 tokenizer splits
+# (an address "ann@example.com" is the three words ann, example and com).
+_BLIND_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +42,44 @@ class SearchDocument:
     body: str
 
 
-def index_documents(session: Session, documents: list[SearchDocument]) -> None:
-    """Add (or replace) the search entries of these messages."""
-    from sqlalchemy import text
+def index_documents(
+    session: Session, documents: list[SearchDocument], owner: int | None = None
+) -> None:
+    """Add (or replace) the search entries of these messages (all of ``owner``, when given).
+
+    When the session seals new mail, the words go to the blind index and
+    ``message_search`` gets nothing (a clear entry from before is removed).
+    """
+    from mailroom.crypto.blind_index import index_sealed_by_owner, seals_search
 
     if not documents:
         return
+    if seals_search(session):
+        index_sealed_by_owner(session, documents, owner)
+        remove_clear_entries(session, [doc.message_id for doc in documents])
+        return
+    _index_clear(session, documents)
+
+
+def remove_clear_entries(session: Session, message_ids: list[int]) -> None:
+    """Delete the ``message_search`` entries of these messages."""
+    from sqlalchemy import text
+
+    if not message_ids:
+        return
+    column = "rowid" if session.get_bind().dialect.name == "sqlite" else "message_id"
+    session.execute(
+        text(f"DELETE FROM message_search WHERE {column} = :id"),
+        [{"id": message_id} for message_id in message_ids],
+    )
+
+
+def _index_clear(session: Session, documents: list[SearchDocument]) -> None:
+    from sqlalchemy import text
+
+    from mailroom.crypto.blind_index import remove_blind_entries
+
+    remove_blind_entries(session, [doc.message_id for doc in documents])
     dialect = session.get_bind().dialect.name
     rows = [
         {
@@ -74,11 +117,77 @@ def query_terms(query: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(query)]
 
 
-def match_clause(dialect: str, query: str) -> tuple[str, dict[str, str]] | None:
+def fold(word: str) -> str:
+    """A word as the blind index keeps it: casefolded, without diacritics (as FTS5 matches)."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def blind_words(text: str) -> set[str]:
+    """The distinct words of ``text`` for the blind index."""
+    return set(_BLIND_WORD.findall(fold(text)))
+
+
+def blind_query_words(terms: list[str]) -> list[str]:
+    """The blind index words of a query's terms, in order (all must occur)."""
+    return [word for term in terms for word in _BLIND_WORD.findall(fold(term))]
+
+
+@dataclass(frozen=True, slots=True)
+class BlindTerms:
+    """A query hashed for one owner's blind index (made by ``crypto.blind_index.blind_terms``).
+
+    ``words`` holds, per query word, every hash that matches it (each key version
+    during a rotation; the prefix hash too for the last word): a message matches
+    when, for every word, one of its hashes is among the message's tokens.
+    """
+
+    owner: int
+    words: tuple[tuple[str, ...], ...]
+
+    def clause(self, prefix: str = "blind") -> tuple[str, dict[str, str | int]] | None:
+        """The SQL condition on ``messages.id`` (parameter names start with ``prefix``)."""
+        if not self.words or not all(self.words):
+            return None
+        params: dict[str, str | int] = {f"{prefix}_owner": self.owner}
+        parts: list[str] = []
+        for number, hashes in enumerate(self.words):
+            names = []
+            for index, token in enumerate(hashes):
+                names.append(f":{prefix}_{number}_{index}")
+                params[f"{prefix}_{number}_{index}"] = token
+            parts.append(
+                "messages.id IN (SELECT message_id FROM search_tokens "
+                f"WHERE user_id = :{prefix}_owner AND token IN ({', '.join(names)}))"
+            )
+        return " AND ".join(parts), params
+
+
+def either(
+    clear: tuple[str, dict[str, str]] | None, blind: BlindTerms | None, prefix: str = "blind"
+) -> tuple[str, dict[str, str | int]] | None:
+    """The clear full-text condition OR-ed with the blind one (either may be missing)."""
+    sealed = blind.clause(prefix) if blind is not None else None
+    if sealed is None:
+        return (clear[0], dict(clear[1])) if clear is not None else None
+    if clear is None:
+        return f"({sealed[0]})", sealed[1]
+    return f"(({clear[0]}) OR ({sealed[0]}))", {**clear[1], **sealed[1]}
+
+
+def match_clause(
+    dialect: str, query: str, blind: BlindTerms | None = None
+) -> tuple[str, dict[str, str | int]] | None:
     """A SQL condition on ``messages.id`` matching ``query``, or None for an empty query.
 
-    Every word must occur (AND); the last word also matches as a prefix.
+    Every word must occur (AND); the last word also matches as a prefix. With
+    ``blind`` (the same query hashed for the owner, when they have sealed mail)
+    the blind index is searched too, OR-ed with the clear index.
     """
+    return either(_clear_clause(dialect, query), blind)
+
+
+def _clear_clause(dialect: str, query: str) -> tuple[str, dict[str, str]] | None:
     terms = query_terms(query)
     if not terms:
         return None

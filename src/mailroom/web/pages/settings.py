@@ -198,7 +198,7 @@ def rule_from_form(form: dict[str, str]) -> RuleSpec:
 
 def rule_preview(session: Session, user_id: int, spec: RuleSpec) -> RuleTest:
     """The user's existing messages the rule's conditions match (newest first)."""
-    where = [Message.user_id == user_id, *condition_clauses(session, spec.conditions)]
+    where = [Message.user_id == user_id, *condition_clauses(session, spec.conditions, user_id)]
     subjects = session.scalars(
         select(Message.subject).where(*where).order_by(Message.id.desc()).limit(PREVIEW)
     ).all()
