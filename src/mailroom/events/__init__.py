@@ -5,6 +5,7 @@
 * :mod:`mailroom.events.extract` — the enricher and the backfill (stored, idempotent);
 * :mod:`mailroom.events.feed` — a user's events as iCalendar (RFC 5545);
 * :mod:`mailroom.events.feed_tokens` — the feed's secret address;
+* :mod:`mailroom.events.stored` — the stored events of some messages, in one query;
 * :mod:`mailroom.events.email_events` — the JMAP ``events`` property of an Email.
 
 The job runtime registers :func:`mailroom.events.extract.extract_events` in

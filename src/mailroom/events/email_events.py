@@ -17,10 +17,10 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.events.feed import event_uid
+from mailroom.events.stored import events_of_messages
 from mailroom.store.models import MessageEvent
 
 CAPABILITY = "urn:mailroom:jmap:events"
@@ -32,14 +32,7 @@ def email_events(
 ) -> dict[int, list[dict[str, Any]]]:
     """Per message id (of this user), its events as JMAP objects; every id gets a list."""
     out: dict[int, list[dict[str, Any]]] = {mid: [] for mid in message_ids}
-    if not message_ids:
-        return out
-    rows = session.scalars(
-        select(MessageEvent)
-        .where(MessageEvent.user_id == user_id, MessageEvent.message_id.in_(list(message_ids)))
-        .order_by(MessageEvent.message_id, MessageEvent.position)
-    )
-    for row in rows:
+    for row in events_of_messages(session, user_id, message_ids):
         out[row.message_id].append(jmap_event(row))
     return out
 

@@ -1,8 +1,8 @@
 """The events found in a thread's messages, as the thread page lists them.
 
 One line per event: its title, when (in the user's time zone; all-day events
-as dates), and where — read from :mod:`mailroom.events` in one query for the
-whole thread.
+as dates), and where — read for the whole thread in one query
+(:func:`mailroom.events.stored.events_of_messages`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta, tzinfo
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.events.stored import events_of_messages
 from mailroom.store.models import MessageEvent
 from mailroom.web.display import full_time
 
@@ -32,14 +32,8 @@ def event_lines(
     session: Session, user_id: int, message_ids: Sequence[int], zone: tzinfo
 ) -> dict[int, list[EventLine]]:
     """Message id -> its events' lines (messages without events are absent)."""
-    if not message_ids:
-        return {}
     lines: dict[int, list[EventLine]] = {}
-    for event in session.scalars(
-        select(MessageEvent)
-        .where(MessageEvent.user_id == user_id, MessageEvent.message_id.in_(list(message_ids)))
-        .order_by(MessageEvent.message_id, MessageEvent.position)
-    ):
+    for event in events_of_messages(session, user_id, message_ids):
         lines.setdefault(event.message_id, []).append(_line(event, zone))
     return lines
 
