@@ -26,6 +26,7 @@ def test_short_time_uses_the_users_zone() -> None:
     assert short_time(late, NOW, berlin) == "01:30"
     assert short_time(late, NOW, user_zone({"timezone": "Mars/Olympus"})) == "14 Jun"
     assert user_zone({}) == UTC and user_zone({"timezone": 5}) == UTC
+    assert user_zone({"timezone": "America"}) == UTC  # a folder of zones, not a zone
 
 
 def test_sender_names_shorten_as_rows_need() -> None:

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
 from mailroom.events.feed import event_uid
 from mailroom.events.stored import events_of_messages
 from mailroom.store.models import MessageEvent
+from mailroom.timezones import known_zone
 
 CAPABILITY = "urn:mailroom:jmap:events"
 PROPERTY = "events"
@@ -39,11 +40,8 @@ def email_events(
 
 def jmap_event(row: MessageEvent) -> dict[str, Any]:
     """One stored event as a JSCalendar-like object (module docstring)."""
-    zone_name = row.tzid or "Etc/UTC"
-    try:
-        zone = ZoneInfo(zone_name)
-    except (ZoneInfoNotFoundError, ValueError):
-        zone_name, zone = "Etc/UTC", ZoneInfo("Etc/UTC")
+    found = known_zone(row.tzid)
+    zone, zone_name = (found, found.key) if found else (ZoneInfo("Etc/UTC"), "Etc/UTC")
     start = row.starts_at.astimezone(zone) if row.starts_at else None
     event: dict[str, Any] = {
         "@type": "Event",

@@ -15,7 +15,6 @@ that start from ``PAST`` ago on, at most ``LIMIT`` of them.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import icalendar
 from sqlalchemy import and_, exists, select
@@ -23,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.events.schema import describe
 from mailroom.store.models import Label, MessageEvent, MessageLabel, utcnow
+from mailroom.timezones import known_zone
 
 PAST = timedelta(days=400)
 LIMIT = 5_000
@@ -100,9 +100,5 @@ def _when(moment: datetime, all_day: bool, tzid: str | None) -> date | datetime:
     """A DATE for all-day events, the wall time in its zone, or the UTC instant."""
     if all_day:
         return moment.date()
-    if tzid:
-        try:
-            return moment.astimezone(ZoneInfo(tzid))
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
-    return moment
+    zone = known_zone(tzid)
+    return moment.astimezone(zone) if zone is not None else moment

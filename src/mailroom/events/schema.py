@@ -34,6 +34,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from mailroom.timezones import known_zone
+
 MAX_FIELD = 500  # characters of a summary or location
 MAX_SOURCE = 64_000  # characters of an item's JSON kept as its source
 _EARLIEST, _LATEST = 1970, 2200
@@ -335,7 +337,4 @@ def _source(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ValueError, KeyError, OSError):
-        return ZoneInfo("UTC")
+    return known_zone(name) or ZoneInfo("UTC")

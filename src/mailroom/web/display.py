@@ -10,20 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from mailroom.timezones import known_zone
 
 MAX_SENDERS = 3  # a row names at most this many; more become "first … last two"
 
 
 def user_zone(settings: Mapping[str, Any]) -> tzinfo:
     """The time zone the user chose, or UTC."""
-    name = settings.get("timezone")
-    if not isinstance(name, str) or not name:
-        return UTC
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC
+    return known_zone(settings.get("timezone")) or UTC
 
 
 def short_time(moment: datetime, now: datetime, zone: tzinfo = UTC) -> str:
