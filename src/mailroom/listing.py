@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mailroom.categories.tabs import CATEGORIES, HELD, PRIMARY
-from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
+from mailroom.store.reader import Reader, as_reader, in_list, json_value, required_stamp
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -268,8 +268,7 @@ def thread_rows(source: Source, user: int, threads: Sequence[Sequence[Any]]) -> 
             labels[thread].append((int(label), path))
     rows = []
     for thread, subject, count, unread, last, category in threads:
-        moment = stamp(last)
-        assert moment is not None
+        moment = required_stamp(last)
         rows.append(
             ThreadRow(
                 id=int(thread),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mailroom.store.reader import Reader, as_reader, stamp, time_parameter
+from mailroom.store.reader import Reader, as_reader, required_stamp, time_parameter
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -54,7 +54,5 @@ def entries(
     )
     found = []
     for at, action, user_name, via, origin, detail in rows:
-        moment = stamp(at)
-        assert moment is not None  # at is NOT NULL
-        found.append(Entry(moment, action, user_name, via, origin, detail or ""))
+        found.append(Entry(required_stamp(at), action, user_name, via, origin, detail or ""))
     return found

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mailroom.outbound.lanes import LANES, WAITING
-from mailroom.store.reader import Reader, as_reader, json_value, stamp
+from mailroom.store.reader import Reader, as_reader, json_value, required_stamp
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -76,8 +76,7 @@ def failed_list(source: Reader | Session, *, limit: int | None = None) -> list[F
     entries = []
     for row in as_reader(source).rows(sql, params):
         submission, lane, account, message_id, envelope, attempts, code, reason, failed = row
-        failed_at = stamp(failed)
-        assert failed_at is not None
+        failed_at = required_stamp(failed)
         entries.append(
             FailedEntry(
                 submission_id=submission,

@@ -100,6 +100,14 @@ def stamp(value: Any) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+def required_stamp(value: Any) -> datetime:
+    """A NOT NULL timestamp column's value as an aware UTC datetime (:func:`stamp`)."""
+    moment = stamp(value)
+    if moment is None:
+        raise ValueError("A timestamp the store keeps NOT NULL was read as NULL.")
+    return moment
+
+
 def time_parameter(dialect: str, moment: datetime) -> Any:
     """``moment`` as a parameter compared with a stored timestamp of that store.
 

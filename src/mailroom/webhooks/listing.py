@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mailroom.store.reader import Reader, as_reader, json_value, stamp
+from mailroom.store.reader import Reader, as_reader, json_value, required_stamp
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -82,12 +82,6 @@ def _of_user(user_id: int | None) -> tuple[str, dict[str, Any]]:
     return " AND webhook_endpoints.user_id = :user", {"user": user_id}
 
 
-def _when(value: Any) -> datetime:
-    moment = stamp(value)
-    assert moment is not None  # created_at is NOT NULL
-    return moment
-
-
 def list_endpoints(source: Reader | Session, user_id: int | None = None) -> list[EndpointInfo]:
     """Every endpoint (of one user when given), oldest first."""
     condition, params = _of_user(user_id)
@@ -107,7 +101,7 @@ def list_endpoints(source: Reader | Session, user_id: int | None = None) -> list
             events=list(json_value(events) or []),
             active=bool(active),
             disabled_reason=disabled_reason,
-            created_at=_when(created_at),
+            created_at=required_stamp(created_at),
         )
         for endpoint_id, owner, url, events, active, disabled_reason, created_at in rows
     ]
@@ -137,7 +131,7 @@ def dead_list(source: Reader | Session, user_id: int | None = None) -> list[Dead
             attempts=row[6],
             last_code=row[7],
             last_error=row[8],
-            created_at=_when(row[9]),
+            created_at=required_stamp(row[9]),
         )
         for row in rows
     ]

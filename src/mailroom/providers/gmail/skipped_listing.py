@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
+from mailroom.store.reader import Reader, as_reader, in_list, json_value, required_stamp
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -38,12 +38,6 @@ class SkippedRecord:
     last_seen: datetime
 
 
-def _when(value: Any) -> datetime:
-    moment = stamp(value)
-    assert moment is not None  # both times are NOT NULL
-    return moment
-
-
 def list_skipped(source: Reader | Session, account_ids: Sequence[int]) -> list[SkippedRecord]:
     """The ledger rows of these accounts, by kind, then most recently seen first."""
     if not account_ids:
@@ -63,8 +57,8 @@ def list_skipped(source: Reader | Session, account_ids: Sequence[int]) -> list[S
             reason=reason,
             label_ids=list(json_value(labels) or []),
             headers=dict(json_value(headers) or {}),
-            first_seen=_when(created_at),
-            last_seen=_when(last_seen_at),
+            first_seen=required_stamp(created_at),
+            last_seen=required_stamp(last_seen_at),
         )
         for account_id, provider_id, kind, reason, labels, headers, created_at, last_seen_at in rows
     ]
