@@ -20,6 +20,7 @@ when all its words occur, in any order.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -162,3 +163,49 @@ def blind_terms_for_words(
     if not has_blind_index(run, owner):
         return None
     return hash_words(cipher, owner, words, body_only=body_only)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a stored JSON value (the recipients' names and addresses)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def reindex_owner_batch(session: Session, owner: int, after: int, batch: int) -> int | None:
+    """Re-hash the blind index of the next ``batch`` of ``owner``'s sealed messages.
+
+    For an owner key rotation: tokens cannot be re-hashed without their words, so
+    each message is indexed again from its opened body, under the newest key version.
+    Returns the last message id done, or None when no message after ``after`` is left.
+    """
+    from mailroom.crypto.mail_reading import bodies_of
+
+    rows = session.execute(
+        text(
+            "SELECT id, subject, from_name, from_email, recipients FROM messages "
+            "WHERE user_id = :owner AND id > :after AND EXISTS "
+            "(SELECT 1 FROM search_tokens WHERE search_tokens.message_id = messages.id) "
+            "ORDER BY id LIMIT :batch"
+        ),
+        {"owner": owner, "after": after, "batch": batch},
+    ).all()
+    if not rows:
+        return None
+    bodies = bodies_of(session, [int(row[0]) for row in rows], owner)
+    documents = []
+    for message_id, subject, from_name, from_email, recipients in rows:
+        stored = json.loads(recipients) if isinstance(recipients, str) else recipients
+        participants = " ".join([from_name or "", from_email or "", *_strings(stored)])
+        body = bodies.get(int(message_id))
+        documents.append(
+            SearchDocument(
+                int(message_id), subject or "", participants, body.text_body if body else ""
+            )
+        )
+    index_sealed(session, documents, owner)
+    return int(rows[-1][0])

@@ -10,7 +10,10 @@ skipped, so a batch repeated after a kill changes nothing twice. A pass
 that changed values is followed by another (a unit of work that read the
 newest version before the rotation began may still have written under the
 old one); the first pass that finds nothing left deletes the old versions
-from the store and marks the rotation done. Until then both versions open
+from the store and marks the rotation done; before that, that last pass
+re-hashes the owner's blind search index (``crypto.blind_index``: tokens
+cannot be re-encrypted, so each sealed message is indexed again from its
+opened body), in batches as well. Until then both versions open
 values (each value names its version). A backup made before still holds
 the old version, wrapped: see "Privacy at rest" in docs/architecture.md.
 """
@@ -20,20 +23,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select, text
+from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from mailroom.audit import record
+from mailroom.crypto.blind_index import reindex_owner_batch
 from mailroom.crypto.columns import ENCRYPTED_COLUMNS, EncryptedColumn
 from mailroom.crypto.datakeys import OwnerKeys
 from mailroom.crypto.fields import FieldCipher, from_text, to_text, version_of
 from mailroom.crypto.wrapping import KeyWrapper
 from mailroom.store.engine import Store
-from mailroom.store.models import KeyRotation, User, utcnow
+from mailroom.store.models import Base, KeyRotation, User, utcnow
 
 # Progress entries beside the columns' positions: values changed in this pass, the pass.
 _CHANGED = "_changed"
 _PASS = "_pass"
+RowId = int | str  # a row's id: an integer, or a blob's key
+_SEARCH = "_search_tokens"  # the last message whose blind index tokens were re-hashed
 
 
 def running_rotation(session: Session, owner: int) -> KeyRotation | None:
@@ -80,8 +86,8 @@ class Rotator:
             cipher = FieldCipher(OwnerKeys(session, self.wrapper))
             progress = dict(rotation.progress)
             for column in self.columns:
-                last = int(progress.get(column.name, 0))
-                if last < 0:
+                last = progress.get(column.name)  # the last row id done (an int or a key)
+                if last == -1:
                     continue  # this column is finished in this pass
                 rows = _next_rows(session, column, rotation.user_id, last, self.batch)
                 changed = sum(
@@ -90,7 +96,7 @@ class Rotator:
                 )
                 progress[_CHANGED] = int(progress.get(_CHANGED, 0)) + changed
                 done = len(rows) < self.batch
-                progress[column.name] = -1 if done else int(rows[-1][0])
+                progress[column.name] = -1 if done else rows[-1][0]
                 if not done:
                     rotation.progress = progress
                     return False
@@ -98,6 +104,9 @@ class Rotator:
                 # A closing pass: a unit of work that read the newest version before the
                 # rotation began may have written an old-version value behind this pass.
                 rotation.progress = {_CHANGED: 0, _PASS: int(progress.get(_PASS, 1)) + 1}
+                return False
+            if not _rehash_search_tokens(session, rotation.user_id, progress, self.batch):
+                rotation.progress = progress
                 return False
             rotation.progress = progress
             _finish(session, rotation, OwnerKeys(session, self.wrapper))
@@ -112,15 +121,20 @@ class Rotator:
 
 
 def _next_rows(
-    session: Session, column: EncryptedColumn, owner: int, after: int, batch: int
-) -> list[tuple[int, bytes | str]]:
-    query = text(
-        f"SELECT {column.id_column}, {column.column} FROM {column.table} "
-        f"WHERE {column.owner_column} = :owner AND {column.id_column} > :after "
-        f"AND {column.column} IS NOT NULL ORDER BY {column.id_column} LIMIT :batch"
+    session: Session, column: EncryptedColumn, owner: int, after: RowId | None, batch: int
+) -> list[tuple[RowId, bytes | str]]:
+    # Through the table's metadata: a JSON column's value comes back as its string.
+    table = Base.metadata.tables[column.table]
+    row_id, value = table.c[column.id_column], table.c[column.column]
+    query = (
+        select(row_id, value)
+        .where(text(column.rows_of_owner).bindparams(owner=owner), value.is_not(None))
+        .order_by(row_id)
+        .limit(batch)
     )
-    rows = session.execute(query, {"owner": owner, "after": after, "batch": batch})
-    return [(int(row[0]), row[1]) for row in rows]
+    if after is not None:
+        query = query.where(row_id > after)
+    return [(row[0], row[1]) for row in session.execute(query)]
 
 
 def _reencrypt(
@@ -128,7 +142,7 @@ def _reencrypt(
     cipher: FieldCipher,
     column: EncryptedColumn,
     rotation: KeyRotation,
-    row_id: int,
+    row_id: RowId,
     value: bytes | str,
 ) -> bool:
     """Re-encrypt one value under the new version; False when it is under it already."""
@@ -138,11 +152,29 @@ def _reencrypt(
     owner = rotation.user_id
     plain = cipher.decrypt(owner, column.table, column.column, row_id, sealed)
     fresh = cipher.encrypt(owner, column.table, column.column, row_id, plain)
+    table = Base.metadata.tables[column.table]
     session.execute(
-        text(f"UPDATE {column.table} SET {column.column} = :v WHERE {column.id_column} = :id"),
-        {"v": to_text(fresh) if column.text else fresh, "id": row_id},
+        update(table)
+        .where(table.c[column.id_column] == row_id)
+        .values({column.column: to_text(fresh) if column.text else fresh})
     )
     return True
+
+
+def _rehash_search_tokens(
+    session: Session, owner: int, progress: dict[str, int], batch: int
+) -> bool:
+    """The next batch of the blind index re-hashed under the new version; True when all are.
+
+    Runs in the last pass only, before the old version goes: until then a query
+    hashes its words under both versions, so sealed mail stays searchable throughout.
+    """
+    last = int(progress.get(_SEARCH, 0))
+    if last < 0:
+        return True
+    done_to = reindex_owner_batch(session, owner, last, batch)
+    progress[_SEARCH] = -1 if done_to is None else done_to
+    return done_to is None
 
 
 def _finish(session: Session, rotation: KeyRotation, keys: OwnerKeys) -> None:
