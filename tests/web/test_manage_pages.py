@@ -8,13 +8,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from mailroom.config import Settings
 from mailroom.jmap.auth import Authenticator
 from mailroom.providers.imap.account import account_password
 from mailroom.secrets import generate_key
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, ApiToken, Rule, User
+from mailroom.store.models import Account, ApiToken, AuditEntry, Rule, User
 from mailroom.web.app import create_app
 from tests.jmap.conftest import serve
 from tests.web.conftest import browser, csrf_of, sign_in
@@ -88,6 +89,13 @@ def test_disconnect_needs_the_token_and_forgets_the_password(
     assert answer.status_code == 303
     assert _account(store, "home").status == "disconnected"
     assert "its mail stays" in client.get(answer.headers["location"]).text
+    with store.session() as session:
+        audit = session.execute(
+            select(AuditEntry.via, AuditEntry.origin).where(
+                AuditEntry.action == "account.disconnect"
+            )
+        ).all()
+    assert [tuple(row) for row in audit] == [("web", "127.0.0.1")]  # the browser's address
 
 
 def test_add_an_imap_account_with_its_outgoing_server(

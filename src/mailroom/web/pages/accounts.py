@@ -32,7 +32,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from mailroom.audit import Origin
 from mailroom.cli.accounts import account_reason, outgoing_server
 from mailroom.cli.smtp_options import SmtpOptions, resolve_outgoing, save_outgoing
 from mailroom.errors import ConfigError
@@ -47,12 +46,12 @@ from mailroom.store.models import Account, SyncState
 from mailroom.store.reader import as_reader, stamp
 from mailroom.web.display import user_zone
 from mailroom.web.pages.common import (
-    client_address,
     context,
     page,
     read_form,
     same_token,
     signed_in,
+    web_origin,
 )
 from mailroom.web.pages.layout import layout, render
 from mailroom.web.pages.operators import is_admin, web_settings
@@ -192,7 +191,7 @@ def disconnect(request: Request, user: SignedIn) -> Response:
         account = _own(session, user, request.path_params["account_id"])
         if account is None:
             return page("missing.html", 404, user=user, what="account")
-        disconnect_account(account, Origin.network("web", client_address(request)))
+        disconnect_account(account, web_origin(request))
     return RedirectResponse("/accounts?done=disconnected", status_code=303)
 
 
@@ -291,7 +290,7 @@ def _add(
         login=fields["login"],
         password=password,
         owner=user.name,
-        origin=Origin.network("web", client_address(request)),
+        origin=web_origin(request),
     )
     if outgoing is not None:
         save_outgoing(store, settings, account_id, outgoing, smtp_password or None)

@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mailroom import __version__
+from mailroom.audit import Origin
 from mailroom.jmap.auth import Authenticator
 from mailroom.jmap.submission_policy import SubmissionPolicy
 from mailroom.store.engine import Store
@@ -94,6 +95,11 @@ def over_tls(request: Request) -> bool:
 def client_address(request: Request) -> str | None:
     """The client's address as the server saw it (after trusted proxy headers)."""
     return request.client.host if request.client else None
+
+
+def web_origin(request: Request) -> Origin:
+    """Where an action of this request came from, for the audit log: the web, this client."""
+    return Origin.network("web", client_address(request))
 
 
 def safe_next(target: str | None) -> str:

@@ -25,7 +25,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from mailroom.audit import Origin
 from mailroom.errors import MailroomError
 from mailroom.oauth.web import (
     CALLBACK_PATH,
@@ -38,13 +37,13 @@ from mailroom.oauth.web import (
 )
 from mailroom.store.reader import as_reader
 from mailroom.web.pages.common import (
-    client_address,
     context,
     over_tls,
     page,
     read_form,
     same_token,
     signed_in,
+    web_origin,
 )
 from mailroom.web.pages.layout import layout, render
 from mailroom.web.pages.operators import web_settings
@@ -155,7 +154,7 @@ def connect_callback(request: Request, user: SignedIn) -> Response:
             answer=answer,
             owner=user.name,
             session_key=user.csrf_token,
-            origin=_origin(request),
+            origin=web_origin(request),
         )
         response: Response = RedirectResponse("/accounts?done=connected", status_code=303)
     except MailroomError as error:  # the sentence, and the ways to start again
@@ -165,10 +164,6 @@ def connect_callback(request: Request, user: SignedIn) -> Response:
 
 
 _ANSWER = ("code", "state", "error", "error_description")
-
-
-def _origin(request: Request) -> Origin:
-    return Origin.network("web", client_address(request))
 
 
 ROUTES = [

@@ -33,7 +33,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from mailroom.audit import Origin
 from mailroom.categories.correspondents import switched_off
 from mailroom.categories.recompute import recategorize
 from mailroom.categories.tabs import CATEGORIES, PRIMARY
@@ -46,12 +45,12 @@ from mailroom.rules.model import RuleSpec
 from mailroom.store.models import ApiToken, Message, User
 from mailroom.store.reader import as_reader
 from mailroom.web.pages.common import (
-    client_address,
     context,
     page,
     read_form,
     same_token,
     signed_in,
+    web_origin,
 )
 from mailroom.web.pages.layout import DENSITIES, layout, render
 from mailroom.web.pages.operators import is_admin
@@ -240,11 +239,6 @@ def drop_rule(request: Request, user: SignedIn) -> Response:
     return _done("rule-removed")
 
 
-def _origin(request: Request) -> Origin:
-    """Where a token change came from, for the audit log."""
-    return Origin.network("web", client_address(request))
-
-
 @signed_in
 def new_token(request: Request, user: SignedIn) -> Response:
     """POST /settings/tokens: a new API token, shown this once."""
@@ -253,7 +247,7 @@ def new_token(request: Request, user: SignedIn) -> Response:
         return _expired(user)
     name = form.get("name", "").strip()[:200] or "web"
     with context(request).store.session() as session:
-        token = create_token(session, user.name, name, origin=_origin(request))
+        token = create_token(session, user.name, name, origin=web_origin(request))
     return _settings_page(request, user, new_token=token, new_token_name=name)
 
 
@@ -266,7 +260,7 @@ def drop_token(request: Request, user: SignedIn) -> Response:
         token = session.get(ApiToken, request.path_params["token_id"])
         if token is None or token.user_id != user.user_id:
             return page("missing.html", 404, user=user, what="token")
-        revoke_token(session, token.id, _origin(request))
+        revoke_token(session, token.id, web_origin(request))
     return _done("token-revoked")
 
 
