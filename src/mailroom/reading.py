@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mailroom.crypto.mail_reading import open_column, session_of
 from mailroom.errors import NotFoundError, unknown_user
 from mailroom.providers.facts import importing
 from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
@@ -279,11 +280,16 @@ def message_details(source: Source, user: int, message_ids: Sequence[int]) -> li
             params,
         )
     }
+    session = session_of(source)
     bodies = {
-        row[0]: row[1:]
-        for row in reader.rows(
-            "SELECT message_id, text_body, sanitized_html, attachments FROM message_bodies "
-            f"WHERE message_id IN {ids_sql}",
+        message_id: (
+            open_column(session, user, message_id, "text_body", text, bool(sealed)),
+            open_column(session, user, message_id, "sanitized_html", sanitized, bool(sealed)),
+            open_column(session, user, message_id, "attachments", attachments, bool(sealed)),
+        )
+        for message_id, sealed, text, sanitized, attachments in reader.rows(
+            "SELECT message_id, sealed, text_body, sanitized_html, attachments "
+            f"FROM message_bodies WHERE message_id IN {ids_sql}",
             params,
         )
     }
@@ -293,7 +299,7 @@ def message_details(source: Source, user: int, message_ids: Sequence[int]) -> li
         if detail is None:
             continue
         recipients, preview, notes, thread_note, stage, signal = extra[message_id]
-        text, sanitized, attachments = bodies.get(message_id, ("", None, "[]"))
+        text, sanitized, attachments = bodies.get(message_id, ("", None, []))
         addressed = json_value(recipients) or {}
         detail.update(
             {
@@ -302,7 +308,7 @@ def message_details(source: Source, user: int, message_ids: Sequence[int]) -> li
                 "preview": preview,
                 "text": text,
                 "sanitized_html": sanitized,
-                "attachments": json_value(attachments) or [],
+                "attachments": attachments or [],
                 "parse_notes": json_value(notes) or [],
                 "thread_note": thread_note,
                 "category_stage": stage,

@@ -9,8 +9,9 @@ from sqlalchemy.orm import Session
 
 from mailroom.assistant.base import MailFacts
 from mailroom.categories.explaining import first_headers
+from mailroom.crypto.mail_reading import columns_of
 from mailroom.store.chunks import in_chunks
-from mailroom.store.models import Message, MessageBody
+from mailroom.store.models import Message
 
 TEXT_CHARS = 2000  # of the body: enough to tell a newsletter from a note, and a bounded prompt
 
@@ -29,21 +30,19 @@ def load_mail(session: Session, message_ids: Sequence[int]) -> dict[int, MailFac
                 Message.preview,
                 Message.category,
                 Message.category_stage,
-                MessageBody.text_body,
-                MessageBody.headers,
-            )
-            .outerjoin(MessageBody, MessageBody.message_id == Message.id)
-            .where(Message.id.in_(chunk))
+            ).where(Message.id.in_(chunk))
         )
+        bodies = columns_of(session, chunk, ["text_body", "headers"])
         for row in rows:
+            body = bodies.get(row.id, {})
             found[row.id] = MailFacts(
                 message_id=row.id,
                 user_id=row.user_id,
                 from_name=row.from_name or "",
                 from_email=row.from_email or "",
                 subject=row.subject or "",
-                text=(row.text_body or row.preview or "")[:TEXT_CHARS],
-                headers=first_headers(row.headers or []),
+                text=(body.get("text_body") or row.preview or "")[:TEXT_CHARS],
+                headers=first_headers(body.get("headers") or []),
                 cascade=row.category or "",
                 stage=row.category_stage or "",
             )

@@ -16,7 +16,7 @@ configured raises ConfigError as well. Ciphertext never reaches a reader.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from mailroom.crypto.mail_writing import (
     BODY_TEXT_COLUMNS,
 )
 from mailroom.crypto.sealing import require_cipher
+from mailroom.errors import ConfigError
 from mailroom.store.models import Blob, Message, MessageBody
 
 __all__ = [
@@ -39,10 +40,12 @@ __all__ = [
     "ClearBody",
     "blob_bytes",
     "bodies_of",
+    "columns_of",
     "body_of",
     "open_body",
     "open_column",
     "raw_message",
+    "session_of",
 ]
 
 BODY_COLUMNS = (*BODY_TEXT_COLUMNS, *BODY_JSON_COLUMNS)
@@ -75,17 +78,31 @@ def _sealed_text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def session_of(source: object) -> Session | None:
+    """The SQLAlchemy session behind a store reader (``store.reader``), or the session itself."""
+    if isinstance(source, Session):
+        return source
+    found = getattr(source, "session", None)
+    return found if isinstance(found, Session) else None
+
+
 def open_column(
-    session: Session, owner: int, message_id: int, column: str, value: Any, sealed: bool
+    session: Session | None, owner: int, message_id: int, column: str, value: Any, sealed: bool
 ) -> Any:
     """One ``message_bodies`` column of one row as the reader sees it.
 
     Text columns give ``str`` (or None); ``headers`` and ``attachments`` give Python lists,
-    whichever way the row was read (ORM, raw SQL on SQLite or PostgreSQL).
+    whichever way the row was read (ORM, raw SQL on SQLite or PostgreSQL). ``session`` None
+    (a bare file reader, no keys) reads clear rows only.
     """
     is_json = column in BODY_JSON_COLUMNS
     if not sealed or value is None:
         return (_json(value) if value is not None else []) if is_json else value
+    if session is None:
+        raise ConfigError(
+            f"{_WHAT} is sealed and this store was opened without its keys; read it through "
+            "mailroom with MAILROOM_MASTER_KEY_FILE set."
+        )
     cipher = require_cipher(session, _WHAT)
     token = from_text(_sealed_text(value))
     plain = cipher.decrypt_text(owner, BODIES, column, message_id, token)
@@ -122,6 +139,40 @@ def bodies_of(
         body.message_id: open_body(session, int(user), body)
         for user, body in session.execute(query)
     }
+
+
+def columns_of(
+    session: Session,
+    message_ids: Iterable[int],
+    columns: Sequence[str],
+    owner: int | None = None,
+) -> dict[int, dict[str, Any]]:
+    """Only ``columns`` of the bodies of ``message_ids`` (opened), by message id.
+
+    For readers that need one or two columns (a header list, the text) of many messages.
+    """
+    wanted = list(message_ids)
+    if not wanted:
+        return {}
+    unknown = [column for column in columns if column not in BODY_COLUMNS]
+    if unknown:
+        raise ValueError(f"message_bodies has no body column {unknown[0]!r}")
+    table = MessageBody.__table__.c
+    query = (
+        select(table.message_id, table.sealed, Message.user_id, *(table[c] for c in columns))
+        .join(Message, Message.id == table.message_id)
+        .where(table.message_id.in_(wanted))
+    )
+    if owner is not None:
+        query = query.where(Message.user_id == owner)
+    found: dict[int, dict[str, Any]] = {}
+    for row in session.execute(query):
+        message_id, sealed, user = int(row[0]), bool(row[1]), int(row[2])
+        found[message_id] = {
+            column: open_column(session, user, message_id, column, value, sealed)
+            for column, value in zip(columns, row[3:], strict=True)
+        }
+    return found
 
 
 def body_of(session: Session, message_id: int, owner: int | None = None) -> ClearBody | None:

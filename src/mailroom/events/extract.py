@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import open_column
 from mailroom.events.schema import FoundEvent, events_from_items
 from mailroom.events.structured import structured_items
 from mailroom.store import changelog
@@ -30,7 +31,17 @@ from mailroom.store.models import Message, MessageBody, MessageEvent, User, utcn
 log = logging.getLogger(__name__)
 
 CHUNK = 200  # messages read per query (their HTML can be large)
-_MARKERS = or_(MessageBody.html_body.ilike("%ld+json%"), MessageBody.html_body.ilike("%itemscope%"))
+_MARKER_WORDS = ("ld+json", "itemscope")
+# Sealed HTML cannot be searched in SQL: such rows are read, opened and tested here.
+_MARKERS = or_(
+    MessageBody.sealed,
+    *(MessageBody.html_body.ilike(f"%{word}%") for word in _MARKER_WORDS),
+)
+
+
+def _has_markers(html: str | None) -> bool:
+    lowered = (html or "").lower()
+    return any(word in lowered for word in _MARKER_WORDS)
 
 
 @dataclass
@@ -54,13 +65,16 @@ def store_events(session: Session, message_ids: Sequence[int]) -> ExtractResult:
     if not message_ids:
         return result
     rows = session.execute(
-        select(Message.id, Message.user_id, MessageBody.html_body)
+        select(Message.id, Message.user_id, MessageBody.sealed, MessageBody.html_body)
         .join(MessageBody, MessageBody.message_id == Message.id)
         .where(Message.id.in_(list(message_ids)), _MARKERS)
     ).all()
     zones: dict[int, str] = {}
     new: list[dict[str, object]] = []
-    for message_id, user_id, html in rows:
+    for message_id, user_id, sealed, stored in rows:
+        html = open_column(session, user_id, message_id, "html_body", stored, sealed)
+        if sealed and not _has_markers(html):
+            continue
         result.messages += 1
         if user_id not in zones:
             zones[user_id] = _user_zone(session, user_id)

@@ -7,6 +7,10 @@ Three kinds of blob id (``jmap.ids``) name bytes a user may read:
   user's upload of the same bytes does not make them visible to this user.
 * ``R<id>`` — the raw RFC 5322 bytes of one of the user's messages.
 * ``A<id>-<part>`` — one MIME part of one of the user's messages, decoded.
+
+Sealed raw bytes (``crypto.mail_reading``) are opened here; a sealed
+message's ``R<id>`` comes back as opened ``content``, so a download never
+streams sealed bytes out of ``blobs``.
 * ``B<sha256>-<part>`` — one MIME part of an upload of the user, decoded
   (the part blob ids ``Email/parse`` reports for an uploaded message).
 
@@ -24,6 +28,7 @@ from datetime import datetime
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import blob_bytes
 from mailroom.jmap import ids
 from mailroom.jmap.bodies import find_part, heavy_work, parse_structure, part_content
 from mailroom.store.models import Blob, JmapUpload, Message
@@ -61,7 +66,7 @@ def _upload(session: Session, user_id: int, sha256: str, now: datetime) -> Found
 def _part_of(sha256: str, size: int, session: Session, path: str) -> FoundBlob | None:
     """One decoded MIME part (IMAP part number ``path``) of the stored bytes ``sha256``."""
     with heavy_work(size):
-        data = session.scalar(select(Blob.data).where(Blob.sha256 == sha256))
+        data = blob_bytes(session, sha256)
         if data is None:
             return None
         structure = parse_structure(0, data)
@@ -77,13 +82,18 @@ def _message_part(
 ) -> FoundBlob | None:
     """A message's raw bytes (``path`` None) or one decoded part of it."""
     row = session.execute(
-        select(Blob.sha256, Blob.size)
+        select(Blob.sha256, Blob.size, Blob.user_id)
         .join(Message, Message.raw_sha256 == Blob.sha256)
         .where(Message.id == message_id, Message.user_id == user_id)
     ).first()
     if row is None:
         return None
     if path is None:
+        if row.user_id is not None:  # sealed: opened whole, never streamed from the table
+            content = blob_bytes(session, row.sha256)
+            if content is None:
+                return None
+            return FoundBlob(None, len(content), content, "message/rfc822")
         return FoundBlob(row.sha256, row.size, None, "message/rfc822")
     return _part_of(row.sha256, row.size, session, path)
 
@@ -110,8 +120,7 @@ def blob_data(session: Session, found: FoundBlob) -> bytes | None:
     """The bytes of a found blob (read from ``blobs`` unless already decoded)."""
     if found.content is not None:
         return found.content
-    data = session.scalar(select(Blob.data).where(Blob.sha256 == found.sha256))
-    return None if data is None else bytes(data)
+    return None if found.sha256 is None else blob_bytes(session, found.sha256)
 
 
 def read_blob(session: Session, user_id: int, blob_id: object) -> tuple[bytes, str] | None:

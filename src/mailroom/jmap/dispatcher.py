@@ -26,8 +26,10 @@ undoes only itself):
 2. The method must exist and its capability must be in ``using``;
    otherwise ``unknownMethod``.
 3. The method's :class:`~mailroom.jmap.errors.MethodError` becomes an
-   ``error`` response; any other exception is logged and answered as
-   ``serverFail``. The other calls still run.
+   ``error`` response; a :class:`~mailroom.errors.MailroomError` (such as
+   sealed mail that does not open) is ``serverFail`` with its sentence; any
+   other exception is logged and answered as ``serverFail``. The other
+   calls still run.
 4. A method may add responses of its own after its response, under the
    same call id (``Context.follow_ups``): ``EmailSubmission/set``'s implicit
    ``Email/set`` (RFC 8621 §7.5).
@@ -46,6 +48,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from mailroom.errors import MailroomError
 from mailroom.jmap import ids
 from mailroom.jmap.auth import Principal
 from mailroom.jmap.errors import (
@@ -441,6 +444,10 @@ class Dispatcher:
                 responses.extend((more, extra, call_id) for more, extra in context.follow_ups)
             except MethodError as exc:
                 responses.append(("error", exc.arguments(), call_id))
+            except MailroomError as exc:  # e.g. sealed mail that does not open: its sentence
+                log.warning("JMAP method %s failed: %s", name, exc)
+                failed = {"type": "serverFail", "description": str(exc)}
+                responses.append(("error", failed, call_id))
             except Exception:
                 log.exception("JMAP method %s failed", name)
                 responses.append(

@@ -50,6 +50,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import columns_of, open_blob
 from mailroom.mime.charsets import decode_bytes
 from mailroom.mime.msgids import normalize_message_id, parse_id_list
 from mailroom.mime.structure import Part, build_tree, header_params, iter_parts, payload_bytes
@@ -216,16 +217,17 @@ def _candidates(session: Session, message_ids: Sequence[int]) -> list[int]:
             Message.from_email,
             Message.received_at,
             first_sent,
-            MessageBody.headers,
-            MessageBody.attachments,
         )
         .join(MessageBody, MessageBody.message_id == Message.id)
         .where(Message.id.in_(sorted(set(message_ids))), first_sent.is_not(None))
     ).all()
+    bodies = columns_of(session, [row[0] for row in rows], ["headers", "attachments"])
     found: list[int] = []
-    for message_id, from_email, received_at, since, headers, attachments in rows:
+    for message_id, from_email, received_at, since in rows:
         if received_at + CLOCK_SLACK < since:
             continue
+        headers = bodies.get(message_id, {}).get("headers")
+        attachments = bodies.get(message_id, {}).get("attachments")
         types = [str(a.get("content_type", "")) for a in attachments or [] if isinstance(a, dict)]
         if looks_like_bounce(headers or [], types, from_email or ""):
             found.append(message_id)
@@ -359,13 +361,16 @@ def _human_text(parts: list[Part], notes: list[str]) -> str:
 def _attach(session: Session, message_id: int) -> None:
     """Read one stored message as a report and attach it to the submissions it is about."""
     row = session.execute(
-        select(Message.user_id, Blob.data)
+        select(Message.user_id, Blob.sha256, Blob.data, Blob.user_id.label("sealed_for"))
         .join(Blob, Blob.sha256 == Message.raw_sha256)
         .where(Message.id == message_id)
     ).one_or_none()
     if row is None:
         return
-    report = read_report(bytes(row.data))
+    raw = open_blob(session, row.sha256, row.data, row.sealed_for)
+    if raw is None:
+        return
+    report = read_report(raw)
     if report is None or not report.message_ids:
         return
     keys = sorted({id_key(mid) for mid in report.message_ids})

@@ -48,6 +48,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import open_blob
 from mailroom.ingest.batch import store_batch
 from mailroom.ingest.model import BatchResult, IncomingMessage
 from mailroom.ingest.steps import run_steps
@@ -105,7 +106,7 @@ def file_sent(store: Store, submission_id: int) -> None:
 def _load(session: Session, submission_id: int) -> _Sent | None:
     """The sent submission with its bytes and account, or None when it is not (yet) sent."""
     row = session.execute(
-        select(Submission, Blob.data)
+        select(Submission, Blob.data, Blob.user_id)
         .join(Blob, Blob.sha256 == Submission.raw_sha256)
         .where(Submission.id == submission_id)
     ).one_or_none()
@@ -123,7 +124,9 @@ def _load(session: Session, submission_id: int) -> _Sent | None:
         account,
         email_id,
         # IMAP servers count CRLF line ends in RFC822.SIZE, which the provider id holds.
-        _LINE_END.sub(b"\r\n", bytes(row.data)),
+        _LINE_END.sub(
+            b"\r\n", open_blob(session, submission.raw_sha256, row.data, row.user_id) or b""
+        ),
         (submission.sent_at or utcnow()).replace(microsecond=0),
     )
 

@@ -48,6 +48,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.categories.correspondents import owner_addresses
 from mailroom.config import Settings
+from mailroom.crypto.mail_reading import columns_of
 from mailroom.ingest.mirror import insert_for
 from mailroom.mime import html_to_text, parse_address_list, parse_id_list
 from mailroom.mime.compose import BodyPart, Header, Mailbox, compose
@@ -59,7 +60,6 @@ from mailroom.store.models import (
     Identity,
     Label,
     Message,
-    MessageBody,
     MessageLabel,
     User,
     VacationReply,
@@ -191,8 +191,8 @@ class VacationResponder:
             return
         if not _within(arrival.received_at, start, vacation.to_date):
             return
-        body = session.get(MessageBody, arrival.message_id)
-        headers = body.headers if body is not None else []
+        body = columns_of(session, [arrival.message_id], ["headers"]).get(arrival.message_id)
+        headers = body["headers"] if body is not None else []
         why = refusal(headers, _own_addresses(session, arrival.user_id))
         if why is not None:
             log.debug("No vacation reply to message %s: %s", arrival.message_id, why)

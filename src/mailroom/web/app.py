@@ -39,10 +39,14 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from mailroom.config import Settings
+from mailroom.crypto.datakeys import KeyGone
+from mailroom.crypto.fields import FieldTampered
 from mailroom.jmap.app import JmapConfig, jmap_routes
 from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
 from mailroom.jmap.push_delivery import delivery_lifespan
@@ -52,7 +56,7 @@ from mailroom.web.pages import accounts, admin, oauth_connect
 from mailroom.web.pages import calendar as calendar_pages
 from mailroom.web.pages import settings as settings_pages
 from mailroom.web.pages.actions import act, undo
-from mailroom.web.pages.common import WebContext
+from mailroom.web.pages.common import WebContext, page
 from mailroom.web.pages.compose import compose_page, compose_post, sent_page, undo_send
 from mailroom.web.pages.drafts import open_draft
 from mailroom.web.pages.health import health, ready
@@ -70,6 +74,11 @@ from mailroom.web.pages.thread import (
 from mailroom.web.sessions import DEFAULT_LIFETIME
 
 STATIC = Path(__file__).parent / "static"
+
+
+async def _unreadable(_request: Request, error: Exception) -> Response:
+    """A page saying, in one sentence, why a sealed message could not be read."""
+    return page("missing.html", 422, message=str(error))
 
 
 def create_app(
@@ -123,6 +132,8 @@ def create_app(
         ],
         lifespan=delivery_lifespan(store, jmap or JmapConfig()),
         middleware=[Middleware(HttpMetrics)],  # HTTP answers by status, for /metrics
+        # Sealed mail that does not open (moved, changed, key gone): its sentence, not a 500.
+        exception_handlers={FieldTampered: _unreadable, KeyGone: _unreadable},
     )
     app.state.settings = settings  # the accounts and admin pages (None: the environment's)
     app.state.web = WebContext(

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 from sqlalchemy import select, text
+from sqlalchemy.engine import make_url
 
 from mailroom.crypto.mail_reading import bodies_of, raw_message
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Message, MessageBody
+from tests.conftest import service_missing
 from tests.crypto.sealed_mail.conftest import BODY_PHRASE, HEADER_VALUE, sealed_message
 from tests.helpers import ingest, make_account
 
@@ -70,3 +76,33 @@ def test_two_owners_never_share_a_sealed_blob(sealed_store: Store) -> None:
     with sealed_store.session() as session:
         owners = session.execute(select(Blob.user_id)).scalars().all()
         assert sorted(owners) == sorted({*owners}) and len(owners) == 2
+
+
+def _file_bytes(store: Store) -> bytes:
+    """The SQLite database file and its WAL, or a pg_dump of the two sealed tables."""
+    url = make_url(store.engine.url)
+    if store.dialect == "sqlite":
+        with store.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        path = Path(url.database or "")
+        wal = path.with_name(path.name + "-wal")
+        return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    if shutil.which("pg_dump") is None:
+        service_missing("pg_dump", "not installed; scripts/test-services.sh installs it")
+    env = {**os.environ, "PGPASSWORD": url.password or ""}
+    args = ["pg_dump", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
+    args += ["-U", url.username or "postgres", "--data-only"]
+    args += ["-t", "message_bodies", "-t", "blobs", url.database or ""]
+    return subprocess.run(args, env=env, check=True, capture_output=True, timeout=60).stdout
+
+
+def test_the_files_hold_no_raw_header_and_the_dump_no_body(sealed_store: Store) -> None:
+    """SQLite file + WAL: no raw header (the clear search index holds no headers);
+    a pg_dump of message_bodies and blobs: neither the header nor the body phrase."""
+    ingest(sealed_store, make_account(sealed_store), [("1", sealed_message())])
+    found = _file_bytes(sealed_store)
+    assert found
+    assert HEADER_VALUE.encode() not in found
+    assert b"X-Secret-Plan" not in found
+    if sealed_store.dialect == "postgresql":
+        assert BODY_PHRASE.encode() not in found

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import open_blob
 from mailroom.jmap import ids
 from mailroom.jmap.bodies import (
     DEFAULT_BODY_PROPERTIES,
@@ -348,11 +349,13 @@ class EmailReader:
     def _read_raw(self, message_ids: list[int]) -> Iterator[tuple[int, bytes]]:
         rows = list(
             self.session.execute(
-                select(Message.id, Blob.data)
+                select(Message.id, Blob.sha256, Blob.data, Blob.user_id)
                 .join(Blob, Blob.sha256 == Message.raw_sha256)
                 .where(Message.id.in_(message_ids))
             ).all()
         )
         while rows:  # pop: each message's bytes are freed once it is done
-            mid, data = rows.pop()
-            yield mid, data
+            mid, key, data, owner = rows.pop()
+            opened = open_blob(self.session, key, data, owner)
+            if opened is not None:
+                yield mid, opened

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import columns_of
 from mailroom.jmap import ids
 from mailroom.jmap.dispatcher import Context
 from mailroom.jmap.emailquery import MAX_FILTER_TERMS, EmailFilter
@@ -30,7 +31,7 @@ from mailroom.jmap.mapping import role_labels
 from mailroom.jmap.methods.common import TABS
 from mailroom.jmap.scope import owned_by
 from mailroom.jmap.textsearch import Token, split_text
-from mailroom.store.models import Message, MessageBody
+from mailroom.store.models import Message
 
 PREVIEW_OCTETS = 255  # RFC 8621 §5: the preview MUST NOT be bigger than this
 CONTEXT_CHARS = 40  # text shown before the first match
@@ -186,17 +187,16 @@ def snippet_get(context: Context, session: Session, args: dict[str, Any]) -> dic
     subject_pattern, preview_pattern = mark_patterns(node)
     parsed = {value: ids.parse_email(value) for value in wanted}
     wanted_ids = [m for m in parsed.values() if m is not None]
-    body_column = MessageBody.text_body if preview_pattern is not None else None
-    columns: list[Any] = [Message.id, Message.subject]
-    query = select(*columns, body_column) if body_column is not None else select(*columns)
-    if body_column is not None:
-        query = query.outerjoin(MessageBody, MessageBody.message_id == Message.id)
+    query = select(Message.id, Message.subject)
     rows = {
         row.id: row
         for row in session.execute(
             query.where(Message.id.in_(wanted_ids), owned_by(Message.user_id, user_id))
         )
     }
+    texts: dict[int, dict[str, Any]] = {}
+    if preview_pattern is not None:
+        texts = columns_of(session, list(rows), ["text_body"])
     found: list[dict[str, Any]] = []
     missing: list[str] = []
     for value, message_id in parsed.items():
@@ -209,7 +209,7 @@ def snippet_get(context: Context, session: Session, args: dict[str, Any]) -> dic
                 "emailId": value,
                 "subject": mark_subject(row.subject or "", subject_pattern),
                 "preview": mark_preview(
-                    (row.text_body or "") if body_column is not None else "", preview_pattern
+                    texts.get(row.id, {}).get("text_body") or "", preview_pattern
                 ),
             }
         )

@@ -46,13 +46,14 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from mailroom.categories.explaining import addresses_in
+from mailroom.crypto.mail_reading import columns_of
 from mailroom.ingest.mirror import ChangeSet
 from mailroom.ingest.model import IncomingMessage
 from mailroom.mime.msgids import normalize_message_id
 from mailroom.providers.gmail.skipped import LINKED, SkippedEntry, record_skipped
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.keys import id_key
-from mailroom.store.models import Account, Message, MessageBody, MessageLocation
+from mailroom.store.models import Account, Message, MessageLocation
 
 __all__ = [
     "Sibling",
@@ -232,13 +233,12 @@ def claim_linked(
     ).all()
     if not candidates:
         return list(items)
-    headers = dict(
-        session.execute(
-            select(MessageBody.message_id, MessageBody.headers).where(
-                MessageBody.message_id.in_([c.id for c in candidates])
-            )
-        ).all()
-    )
+    headers = {
+        message_id: columns["headers"]
+        for message_id, columns in columns_of(
+            session, [c.id for c in candidates], ["headers"]
+        ).items()
+    }
     views: dict[int, list[Sibling]] = {}  # each Gmail account's siblings
     claimed: dict[str, int] = {}  # provider id of the item → the row it takes over
     ledger: dict[int, list[SkippedEntry]] = {}  # Gmail account → its ids now elsewhere

@@ -36,6 +36,7 @@ from datetime import datetime
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import open_blob
 from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for
 from mailroom.labels.keywords import stored_keywords
 from mailroom.labels.resolver import system_label
@@ -117,7 +118,14 @@ def _load(session: Session, scope: AccountScope, message_id: int) -> _Draft | No
     """The message to append, or None when it is gone or already has a location."""
     placed = exists().where(MessageLocation.message_id == message_id)
     row = session.execute(
-        select(Message.provider_id, Message.seen_at, Message.received_at, Blob.data)
+        select(
+            Message.provider_id,
+            Message.seen_at,
+            Message.received_at,
+            Blob.sha256,
+            Blob.data,
+            Blob.user_id,
+        )
         .join(Blob, Blob.sha256 == Message.raw_sha256)
         .where(Message.id == message_id, Message.account_id == scope.account_id, ~placed)
     ).one_or_none()
@@ -133,7 +141,12 @@ def _load(session: Session, scope: AccountScope, message_id: int) -> _Draft | No
         flag_of(k) for k in sorted(stored_keywords(session, [message_id]).get(message_id, ()))
     )
     return _Draft(
-        message_id, row.provider_id, bytes(row.data), tuple(flags), row.received_at, labels
+        message_id,
+        row.provider_id,
+        open_blob(session, row.sha256, row.data, row.user_id) or b"",
+        tuple(flags),
+        row.received_at,
+        labels,
     )
 
 

@@ -43,13 +43,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mailroom.categories.recompute import explain
+from mailroom.crypto.mail_reading import raw_message
 from mailroom.errors import NotFoundError
 from mailroom.jmap import ids
 from mailroom.jmap.blobs import blob_data, find_blob
 from mailroom.jmap.bodies import find_part, parse_structure, part_content
 from mailroom.labels.operations import Operations
 from mailroom.reading import message_detail, message_details
-from mailroom.store.models import Blob, Message, Thread, ThreadLabel
+from mailroom.store.models import Message, Thread, ThreadLabel
 from mailroom.store.reader import as_reader, stamp
 from mailroom.web.display import full_time
 from mailroom.web.event_lines import event_lines
@@ -227,11 +228,7 @@ def _inline_parts(session: Session, message_id: int, attachments: list[Any]) -> 
     }
     if not wanted:
         return {}
-    data = session.scalar(
-        select(Blob.data)
-        .join(Message, Message.raw_sha256 == Blob.sha256)
-        .where(Message.id == message_id)
-    )
+    data = raw_message(session, message_id)
     if data is None:
         return {}
     structure = parse_structure(message_id, data)
