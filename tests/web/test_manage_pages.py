@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from mailroom.config import Settings
 from mailroom.jmap.auth import Authenticator
+from mailroom.jobs.queues import make_queues
 from mailroom.providers.imap.account import account_password
 from mailroom.secrets import generate_key
 from mailroom.store.engine import Store
@@ -208,6 +209,20 @@ def test_the_admin_page_is_for_operators_only(
         assert sign_in(other, base, "bob").status_code == 303
         assert other.get("/admin").status_code == 404
         assert 'href="/admin"' not in other.get("/settings").text
+
+
+def test_the_admin_page_and_metrics_count_the_same_queues(
+    settings: Settings, base: str, me: tuple[httpx.Client, str]
+) -> None:
+    """A job waiting on enrich_backlog is one on /admin and one in /metrics."""
+    client, _ = me
+    queue = make_queues(settings)["enrich_backlog"]
+    queue.task(name="waits_for_nobody")(lambda: None)()
+    admin = client.get("/admin").text
+    assert "<tr><td>enrich_backlog</td><td>1</td></tr>" in admin
+    assert "<tr><td>ingest</td><td>0</td></tr>" in admin
+    scraped = client.get("/metrics").text
+    assert 'mailroom_queue_depth{queue="enrich_backlog"} 1.0' in scraped
 
 
 def test_the_pages_need_a_signed_in_user(base: str) -> None:

@@ -45,15 +45,14 @@ def _state(request: Request, name: str, make: Any) -> Any:
 
 def metrics(request: Request) -> Response:
     """GET /metrics: the Prometheus text format, for scrapers the gate admits (else 403)."""
-    from mailroom.jobs.queues import make_queues
-    from mailroom.web.pages.operators import web_settings
+    from mailroom.web.pages.operators import app_queues, web_settings
 
     settings = web_settings(request)
     access = _state(request, "metrics_access", lambda: ScrapeAccess.from_settings(settings))
     client = request.client.host if request.client else None
     if not access.permits(client, request.headers.get("authorization")):
         return PlainTextResponse("Forbidden", status_code=403)
-    queues = _state(request, "queues", lambda: make_queues(settings))  # shared with /admin
+    queues = app_queues(request)  # shared with /admin
     view = _state(request, "store_view", lambda: StoreView(request.app.state.web.store, queues))
     body = generate_latest(_Both(REGISTRY, view))
     return Response(body, media_type=CONTENT_TYPE_LATEST)

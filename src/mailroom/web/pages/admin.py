@@ -17,14 +17,13 @@ from starlette.routing import Route
 
 from mailroom.assistant.stats import hold_stats
 from mailroom.cli.accounts import account_reason
-from mailroom.jobs.queues import make_queues
 from mailroom.jobs.tasks import pending_counts
 from mailroom.outbound.failures import failed_list
 from mailroom.store.models import Account, User, utcnow
 from mailroom.store.reader import as_reader
 from mailroom.web.pages.common import context, page, signed_in
 from mailroom.web.pages.layout import layout, render
-from mailroom.web.pages.operators import is_admin, web_settings
+from mailroom.web.pages.operators import app_queues, is_admin, web_settings
 from mailroom.web.sessions import SignedIn
 
 FAILED_SHOWN = 50  # the newest failed sends listed
@@ -32,11 +31,7 @@ FAILED_SHOWN = 50  # the newest failed sends listed
 
 def queue_depths(request: Request) -> dict[str, Any]:
     """How many jobs wait in each queue (the queues are opened once per application)."""
-    queues = getattr(request.app.state, "queues", None)
-    if queues is None:
-        queues = make_queues(web_settings(request))
-        request.app.state.queues = queues
-    return pending_counts(queues)
+    return pending_counts(app_queues(request))
 
 
 @signed_in
