@@ -79,9 +79,12 @@ def _offline_installed() -> None:
     model_files()
 
 
-def make_classifier(settings: Settings, store: Store | None = None) -> Classifier | None:
-    """The configured adapter (None when the assistant is off)."""
-    config = AssistantConfig.from_settings(settings)
+def make_classifier(
+    settings: Settings, store: Store | None = None, config: AssistantConfig | None = None
+) -> Classifier | None:
+    """The configured adapter (None when the assistant is off); ``config``, when the
+    caller checked the settings already, is not checked again."""
+    config = config if config is not None else AssistantConfig.from_settings(settings)
     if config.adapter == "openai":
         from mailroom.assistant.openai_http import OpenAICompatible
 

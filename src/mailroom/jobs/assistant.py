@@ -57,11 +57,13 @@ class AssistantJobs:
         settings: Settings,
         now: Callable[[], datetime],
         classifier: Classifier | None = None,
+        config: AssistantConfig | None = None,
     ) -> None:
+        """``config``: the settings' assistant part when the caller checked it already."""
         self.store = store
         self.queues = queues
         self.settings = settings
-        self.config = AssistantConfig.from_settings(settings)
+        self.config = config if config is not None else AssistantConfig.from_settings(settings)
         self.now = now
         self._classifier = classifier
         self._lock = threading.Lock()
@@ -80,7 +82,7 @@ class AssistantJobs:
         """The configured model adapter, made on first use (a model may take a second to load)."""
         with self._lock:
             if self._classifier is None:
-                made = make_classifier(self.settings, self.store)
+                made = make_classifier(self.settings, self.store, self.config)
                 if made is None:
                     raise RuntimeError("the assistant is off")
                 self._classifier = made

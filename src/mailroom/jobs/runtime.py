@@ -131,7 +131,9 @@ class Runtime:
         # mail, its questions and releasers (mailroom.jobs.assistant).
         self.assistant: AssistantJobs | None = None
         if assistant_config.enabled:
-            self.assistant = AssistantJobs(store, self.queues, settings, self.jobs.now).install()
+            self.assistant = AssistantJobs(
+                store, self.queues, settings, self.jobs.now, config=assistant_config
+            ).install()
             steps.STEPS.append(AssistantStep(self.assistant))
         self.supervisor = Supervisor(
             store,
