@@ -1,32 +1,71 @@
 """The columns that hold values sealed by :class:`~mailroom.crypto.fields.FieldCipher`.
 
-An owner key rotation re-encrypts exactly these; field encryption of mail
-(subjects, addresses, bodies, raw bytes — issue 19 item 2) adds its columns
-here as it lands. Each column's rows are found by the table's integer id
-and its owner column; a value is bytes (``LargeBinary``) or the text form
-(``mrf1.`` + base64, :func:`~mailroom.crypto.fields.to_text`).
+An owner key rotation re-encrypts exactly these. Each column's rows are
+found by the table's id and its owner (an owner column, or for a table
+without one, an SQL condition through another table), optionally only the
+rows that say they are sealed; a value is bytes (``LargeBinary``), the text
+form (``mrf1.`` + base64, :func:`~mailroom.crypto.fields.to_text`) or that
+text as a JSON string (a JSON column). Sealed mail (issue 19 item 2,
+:mod:`~mailroom.crypto.mail_writing`) registers its columns here: the
+bodies, header and attachment lists of ``message_bodies`` (owner through
+``messages``, sealed rows only) and ``blobs.data`` (row id: the blob's key).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mailroom.crypto.mail_writing import (
+    BLOB_COLUMN,
+    BLOBS,
+    BODIES,
+    BODY_JSON_COLUMNS,
+    BODY_TEXT_COLUMNS,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class EncryptedColumn:
-    """A column of sealed values: its table, name, owner column and whether it holds text."""
+    """A column of sealed values: its table, name, how its owner's rows are found, its form.
+
+    ``owner_where`` (SQL with ``:owner``) replaces ``owner_column = :owner`` for a table
+    without an owner column; ``sealed_where`` (SQL) keeps only rows holding sealed values.
+    ``text``: the value is the ``mrf1.`` text form (in a JSON column: as a JSON string).
+    """
 
     table: str
     column: str
     owner_column: str = "user_id"
     id_column: str = "id"
     text: bool = False
+    owner_where: str | None = None
+    sealed_where: str | None = None
 
     @property
     def name(self) -> str:
         """``table.column``, the key of a rotation's progress."""
         return f"{self.table}.{self.column}"
 
+    @property
+    def rows_of_owner(self) -> str:
+        """The SQL condition (parameter ``:owner``) choosing the owner's sealed rows."""
+        where = self.owner_where or f"{self.owner_column} = :owner"
+        return f"{where} AND {self.sealed_where}" if self.sealed_where else where
 
-# None yet: the first field encryption (item 2) registers its columns here.
-ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = ()
+
+_BODY_OWNER = "message_id IN (SELECT id FROM messages WHERE user_id = :owner)"
+
+ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = (
+    *(
+        EncryptedColumn(
+            BODIES,
+            column,
+            id_column="message_id",
+            text=True,
+            owner_where=_BODY_OWNER,
+            sealed_where="sealed",
+        )
+        for column in (*BODY_TEXT_COLUMNS, *BODY_JSON_COLUMNS)
+    ),
+    EncryptedColumn(BLOBS, BLOB_COLUMN, id_column="sha256"),
+)

@@ -6,7 +6,8 @@
 2. One transaction deletes every row linked to the owner, table by table in
    :data:`OWNED_TABLES` (children before parents; a test walks the schema and
    fails on a table with a user or account link missing here), the search
-   rows, and the raw-message blobs no other owner's row still names.
+   rows, the raw-message blobs no other owner's row still names, and the
+   owner's sealed blobs (``blobs.user_id``).
 3. On SQLite the deletion runs with ``PRAGMA secure_delete=ON`` (freed bytes
    are overwritten with zeros, not just marked free), the full-text index is
    merged (``optimize``: a deleted document's terms otherwise linger in older
@@ -175,6 +176,9 @@ def _delete_rows(session: Session, owner: int, deletion: Deletion, sqlite: bool)
             text(f"DELETE FROM blobs WHERE sha256 = :sha AND NOT ({named})"), {"sha": sha}
         )
         deletion.blobs += _count(gone)
+    # The owner's sealed blobs (crypto.mail_writing): keyed by their hash, named by nobody else.
+    sealed = session.execute(text("DELETE FROM blobs WHERE user_id = :owner"), params)
+    deletion.blobs += _count(sealed)
 
 
 def _scrub_sqlite(conn: Connection) -> bool:
