@@ -32,6 +32,8 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, make_transient_to_detached
 
 from mailroom.config import Settings
+from mailroom.crypto.mail_writing import seal_blob_data, sealed_blob_key
+from mailroom.crypto.sealing import mail_cipher, seals_new_mail
 from mailroom.errors import ConfigError, NotFoundError
 from mailroom.outbound.envelope import (
     OutboundError,
@@ -67,11 +69,17 @@ def record_submission_change(
     record(session, user_id, CHANGE_TYPE, submission_ids, kind)
 
 
-def _keep_bytes(session: Session, data: bytes) -> str:
+def _keep_bytes(session: Session, user_id: int, data: bytes) -> str:
+    """Store the bytes to send (sealed under the sender's key when new mail is sealed); the key."""
     sha256 = hashlib.sha256(data).hexdigest()
     row = {"sha256": sha256, "size": len(data), "data": data, "created_at": utcnow()}
+    cipher = mail_cipher(session) if seals_new_mail(session) else None
+    if cipher is not None:
+        key = sealed_blob_key(cipher, user_id, sha256)
+        sealed = seal_blob_data(cipher, user_id, key, data)
+        row.update(sha256=key, data=sealed, user_id=user_id)
     insert_ignoring_conflicts(session, Blob, [row], conflict=["sha256"])
-    return sha256
+    return str(row["sha256"])
 
 
 def _lane(settings: Settings, kind: str | None, lane: str | None) -> str:
@@ -129,7 +137,7 @@ def queue_message(
         "email_id": email_id,
         "message_id": message_id,
         "message_key": key,
-        "raw_sha256": _keep_bytes(session, strip_bcc(raw)),
+        "raw_sha256": _keep_bytes(session, user_id, strip_bcc(raw)),
         "envelope": dict(checked),
         "lane": chosen,
         "kind": kind,

@@ -57,6 +57,7 @@ from sqlalchemy import Table, and_, bindparam, case, delete, func, or_, select, 
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
+from mailroom.crypto.mail_reading import open_blob
 from mailroom.errors import ConfigError
 from mailroom.metrics import catalogue
 from mailroom.outbound.base import RefusedError, SendResult, Transport
@@ -106,7 +107,9 @@ _UNSTARTED = (  # the claim made at "claimed" is still ours and not yet started
 )
 _START = update(_TABLE).where(*_UNSTARTED).values(handoff_at=_MOMENT, updated_at=_MOMENT)
 _RELEASE = update(_TABLE).where(*_UNSTARTED).values(state="queued", updated_at=_MOMENT)
-_RAW = select(Blob.__table__.c.data).where(Blob.__table__.c.sha256 == bindparam("sha"))
+_RAW = select(Blob.__table__.c.data, Blob.__table__.c.user_id).where(
+    Blob.__table__.c.sha256 == bindparam("sha")
+)
 
 
 def attempt_backoff(attempts: int) -> timedelta:
@@ -360,8 +363,11 @@ class Sender:
         params = {"sid": claim.id, "claimed": claim.claimed_at, "moment": moment}
         if not connection.execute(_START, params).rowcount:
             return None
-        raw = connection.execute(_RAW, {"sha": claim.raw_sha256}).scalar()
-        return replace(claim, raw=bytes(raw or b""), handoff_at=moment)
+        found = connection.execute(_RAW, {"sha": claim.raw_sha256}).first()
+        raw = None
+        if found is not None:  # sealed bytes (crypto.mail_reading) are opened here
+            raw = open_blob(session, claim.raw_sha256, found.data, found.user_id)
+        return replace(claim, raw=raw or b"", handoff_at=moment)
 
     def _hand_over_batch(self, claims: list[_Claim], paced: bool, run: _Run) -> None:
         """Start, hand over and settle each claim in turn, one transaction per message.
