@@ -27,12 +27,7 @@ from mailroom.backup.keys import BackupKey
 from mailroom.errors import ConfigError
 from mailroom.store.engine import Store, create_store_engine, open_store
 from mailroom.store.files import private_dir
-
-
-def _schema_revision(store: Store) -> str | None:
-    from mailroom.cli.context import schema_revision
-
-    return schema_revision(store)
+from mailroom.store.migrate import schema_revision
 
 
 def create_backup(
@@ -51,7 +46,7 @@ def create_backup(
         "format": 1,
         "mailroom_version": __version__,
         "store": store.dialect,
-        "schema_revision": _schema_revision(store),
+        "schema_revision": schema_revision(store),
         "created": created_at(),
     }
     copy = snapshot.temp_path(data_dir)

@@ -108,6 +108,7 @@ class AppContext:
             if path is not None and not path.is_file():
                 raise no_store(settings, path)
             from mailroom.store.engine import open_store
+            from mailroom.store.migrate import schema_revision, upgrade
 
             store = open_store(url, settings.data_dir, migrate=False)
             try:
@@ -115,8 +116,6 @@ class AppContext:
                 if current is None:
                     raise no_store(settings, path)
                 if current != head_revision():
-                    from mailroom.store.migrate import upgrade
-
                     upgrade(store)
             except BaseException:
                 store.dispose()
@@ -182,17 +181,6 @@ def no_store(settings: Settings, path: Path | None) -> StoreError:
         f"There is no mailroom store {where}; import mail first (`mailroom import PATH`) or "
         "point --data-dir or MAILROOM_DATA_DIR (also read from ./.env) at your store."
     )
-
-
-def schema_revision(store: Store) -> str | None:
-    """The Alembic revision the store is at; None when it was never migrated (not a store)."""
-    from sqlalchemy import inspect, text
-
-    with store.engine.connect() as conn:
-        if not inspect(conn).has_table("alembic_version"):
-            return None
-        version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-    return str(version) if version is not None else None
 
 
 _REVISION = re.compile(r"^(down_revision|revision)\b[^=\n]*=\s*(.+)$", re.MULTILINE)
