@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import and_
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import columns_of
 from mailroom.jmap.emailquery import EmailFilter, EmailSearch, parse_comparators
 from mailroom.jmap.errors import MethodError
 from mailroom.jmap.mapping import role_labels
@@ -96,18 +97,17 @@ def _rows(
     reader = as_reader(session)
     subject_pattern, preview_pattern = mark_patterns(wanted)
     listed, params = in_list("message", message_ids)
-    column, join = "''", ""
-    if preview_pattern is not None:  # the body only when the words may be in it
-        column = "message_bodies.text_body"
-        join = " LEFT OUTER JOIN message_bodies ON message_bodies.message_id = messages.id"
-    messages: dict[int, tuple[int, str, str]] = {}
-    for message, thread, preview, text in reader.rows(
-        f"SELECT messages.id, messages.thread_id, messages.preview, {column} FROM messages"
-        f"{join} WHERE messages.id IN {listed} AND messages.user_id = :user",
+    messages: dict[int, tuple[int, str]] = {}
+    for message, thread, preview in reader.rows(
+        "SELECT messages.id, messages.thread_id, messages.preview FROM messages"
+        f" WHERE messages.id IN {listed} AND messages.user_id = :user",
         {**params, "user": user},
     ):
         if thread is not None:
-            messages[int(message)] = (int(thread), preview or "", text or "")
+            messages[int(message)] = (int(thread), preview or "")
+    texts: dict[int, dict[str, Any]] = {}
+    if preview_pattern is not None:  # the body only when the words may be in it (opened)
+        texts = columns_of(session, list(messages), ["text_body"], owner=user)
     ordered = [messages[m][0] for m in message_ids if m in messages]
     threads: dict[int, Any] = {}
     if ordered:
@@ -120,7 +120,8 @@ def _rows(
             threads[int(row[0])] = row
     rows = thread_rows(reader, user, [threads[t] for t in ordered if t in threads])
     matches: dict[int, Match] = {}
-    for message, (thread, preview, text) in messages.items():
+    for message, (thread, preview) in messages.items():
+        text = texts.get(message, {}).get("text_body") or ""
         subject = str(threads[thread][1] or "") if thread in threads else ""
         matches[thread] = Match(
             message,
