@@ -14,13 +14,14 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from mailroom.store.engine import Store, open_store
 from mailroom.store.models import Base
@@ -48,24 +49,42 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A private, migrated PostgreSQL database for this test session (dropped at the end)."""
-    admin_url = make_url(os.environ.get("MAILROOM_TEST_DATABASE_URL", DEFAULT_PG))
-    name = f"mailroom_test_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+@contextmanager
+def private_database(server_url: str | URL, prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database on the server of ``server_url``, dropped at the end.
+
+    Yields its URL; the name is ``prefix`` and a random suffix. Creating it raises
+    when the server cannot be reached.
+    """
+    server = make_url(server_url)
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001 - any connection failure means "missing"
+        try:
+            yield server.set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
         admin.dispose()
-        service_missing("PostgreSQL", str(exc).splitlines()[0])
-    url = admin_url.set(database=name).render_as_string(hide_password=False)
-    open_store(url).dispose()
-    yield url
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A private, migrated PostgreSQL database for this test session (dropped at the end)."""
+    with ExitStack() as cleanup:
+        try:
+            url = cleanup.enter_context(
+                private_database(
+                    os.environ.get("MAILROOM_TEST_DATABASE_URL", DEFAULT_PG), "mailroom_test"
+                )
+            )
+        except Exception as exc:  # noqa: BLE001 - any connection failure means "missing"
+            service_missing("PostgreSQL", str(exc).splitlines()[0])
+        open_store(url).dispose()
+        yield url
 
 
 # Seconds a test's background work gets, after the test, to give its connections back.

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from mailroom.backup.keys import BackupKey
 from mailroom.store.engine import Store
-from tests.conftest import service_missing
+from tests.conftest import private_database, service_missing
 
 
 @pytest.fixture
@@ -37,13 +35,5 @@ def empty_url(store: Store, tmp_path: Path) -> Iterator[str]:
     if store.dialect == "sqlite":
         yield f"sqlite:///{tmp_path / 'restored' / 'mailroom.sqlite3'}"
         return
-    name = f"mailroom_restore_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(store.engine.url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield store.engine.url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with private_database(store.engine.url, "mailroom_restore") as url:
+        yield url
