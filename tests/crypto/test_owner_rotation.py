@@ -76,7 +76,7 @@ def test_a_rotation_reencrypts_in_resumable_batches_and_drops_the_old_key(
         assert OwnerKeys(session, wrapper).versions(alice) == [2]
         finished = session.get(KeyRotation, rotation_id)
         assert finished is not None and finished.state == "done"
-        assert finished.progress == {URLS.name: -1, "_changed": 0, "_pass": 2}
+        assert finished.progress == {URLS.name: -1, "_changed": 0, "_pass": 2, "_search_tokens": -1}
         (entry,) = session.scalars(select(AuditEntry).where(AuditEntry.action == "key.rotate"))
         assert entry.user_name == "alice" and "v1 -> v2" in entry.detail
     assert rotator.run_batch(rotation_id) is True  # a rerun is a no-op
