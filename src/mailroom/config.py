@@ -123,6 +123,7 @@ class Settings:
     namespace: str = "mailroom"  # prefix of queue names and lease keys in a shared Redis
     watch_lease_ttl: float = 90.0  # seconds; renewed every third of it
     changelog_retention_days: int = 30  # older change rows are pruned (JMAP: cannotCalculate)
+    audit_retention_days: int = 365  # older audit_log rows are deleted; 0 keeps them forever
     master_key: SecretStr | None = None
     master_key_file: Path | None = None
     # What wraps owners' data keys (mailroom.crypto.choice): ``master`` (the master key

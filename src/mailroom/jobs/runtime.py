@@ -148,7 +148,7 @@ class Runtime:
             [
                 Duty("wake snoozed threads", 60, lambda: self.jobs.wake_snoozed()),
                 Duty("retry propagation", propagation_sweep, self._propagate_due),
-                Duty("prune the change log", 3600, lambda: self.jobs.prune_changelog()),
+                Duty("prune the change and audit logs", 3600, lambda: self.jobs.prune_changelog()),
                 Duty("prune expired uploads", 3600, lambda: self.jobs.prune_uploads()),
                 Duty("prune ended sign-ins", 3600, lambda: self.jobs.prune_sign_ins()),
                 Duty("send due mail", 30, self.jobs.sending.sweep),

@@ -294,11 +294,25 @@ class Jobs:
         return woken
 
     def run_prune_changelog(self) -> int:
-        """Drop change-log rows older than the retention (JMAP clients then resync)."""
+        """Drop change-log rows older than the retention (JMAP clients then resync), and
+        audit-log rows older than theirs; how many change rows."""
         from mailroom.jmap.changes import prune_changes
 
         days = self.settings.changelog_retention_days if self.settings else 30
-        return prune_changes(self.store, self.now() - timedelta(days=days))
+        pruned = prune_changes(self.store, self.now() - timedelta(days=days))
+        self.run_prune_audit_log()
+        return pruned
+
+    def run_prune_audit_log(self) -> int:
+        """Delete audit-log rows older than MAILROOM_AUDIT_RETENTION_DAYS (0: none); how many."""
+        from mailroom.audit.retention import audit_cutoff, prune_audit_log
+
+        days = self.settings.audit_retention_days if self.settings else 365
+        cutoff = audit_cutoff(self.now(), days)
+        if cutoff is None:
+            return 0
+        with self.store.session() as session:
+            return prune_audit_log(session, cutoff)
 
     def run_prune_uploads(self) -> int:
         """Delete expired JMAP uploads and the bytes nothing uses any more; how many uploads."""
