@@ -78,6 +78,9 @@ def test_two_owners_never_share_a_sealed_blob(sealed_store: Store) -> None:
         assert sorted(owners) == sorted({*owners}) and len(owners) == 2
 
 
+DEEP_PHRASE = "an aardvark negotiates the lighthouse lease"
+
+
 def _file_bytes(store: Store) -> bytes:
     """The SQLite database file and its WAL, or a pg_dump of the two sealed tables."""
     url = make_url(store.engine.url)
@@ -97,11 +100,14 @@ def _file_bytes(store: Store) -> bytes:
 
 
 def test_the_files_hold_no_raw_header_and_the_dump_no_body(sealed_store: Store) -> None:
-    """SQLite file + WAL: no raw header (the clear search index holds no headers);
-    a pg_dump of message_bodies and blobs: neither the header nor the body phrase."""
-    ingest(sealed_store, make_account(sealed_store), [("1", sealed_message())])
+    """SQLite file + WAL: no raw header (the body's first words stay in the clear preview
+    this round); a pg_dump of message_bodies and blobs: neither header nor body phrase."""
+    deep = "filler words " * 40 + DEEP_PHRASE  # past the clear preview's 256 characters
+    raws = [("1", sealed_message()), ("2", sealed_message("deep@example.org", deep))]
+    ingest(sealed_store, make_account(sealed_store), raws)
     found = _file_bytes(sealed_store)
     assert found
+    assert DEEP_PHRASE.encode() not in found
     assert HEADER_VALUE.encode() not in found
     assert b"X-Secret-Plan" not in found
     if sealed_store.dialect == "postgresql":
