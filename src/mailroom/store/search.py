@@ -117,20 +117,37 @@ def query_terms(query: str) -> list[str]:
     return [word.lower() for word in _WORD.findall(query)]
 
 
-def fold(word: str) -> str:
-    """A word as the blind index keeps it: casefolded, without diacritics (as FTS5 matches)."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
+def _without_diacritics(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word)
     return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def _blind_split(text: str) -> list[str]:
+    """The words of ``text`` for the blind index, in order, repeats kept.
+
+    Casefolded, and without diacritics as FTS5's ``remove_diacritics`` matches
+    them; only non-ASCII words pay for the Unicode decomposition.
+    """
+    folded = text.casefold()
+    if folded.isascii():
+        return _BLIND_WORD.findall(folded)
+    words: list[str] = []
+    for word in _BLIND_WORD.findall(unicodedata.normalize("NFC", folded)):
+        if word.isascii():
+            words.append(word)
+        else:
+            words.extend(_BLIND_WORD.findall(_without_diacritics(word)))
+    return words
 
 
 def blind_words(text: str) -> set[str]:
     """The distinct words of ``text`` for the blind index."""
-    return set(_BLIND_WORD.findall(fold(text)))
+    return set(_blind_split(text))
 
 
 def blind_query_words(terms: list[str]) -> list[str]:
     """The blind index words of a query's terms, in order (all must occur)."""
-    return [word for term in terms for word in _BLIND_WORD.findall(fold(term))]
+    return [word for term in terms for word in _blind_split(term)]
 
 
 @dataclass(frozen=True, slots=True)
