@@ -80,19 +80,14 @@ def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: i
     hashers = _Hashers(require_cipher(session, "New mail"), owner)
     remove_blind_entries(session, [doc.message_id for doc in documents])
     # In key order: inserting the batch's (random) tokens sorted costs a third less on SQLite.
-    rows = [
-        {"user_id": owner, "token": token, "message_id": message_id}
-        for token, message_id in sorted(
-            (token, doc.message_id) for doc in documents for token in hashers.tokens(doc)
-        )
-    ]
+    rows = sorted((token, doc.message_id) for doc in documents for token in hashers.tokens(doc))
     if rows:
-        session.execute(
-            text(
-                "INSERT INTO search_tokens (user_id, token, message_id) "
-                "VALUES (:user_id, :token, :message_id)"
-            ),
-            rows,
+        # The driver's own executemany with tuples: through text() and dicts, binding the
+        # parameters of a million rows took a third of the time of inserting them.
+        marks = ", ".join(["?" if session.get_bind().dialect.name == "sqlite" else "%s"] * 3)
+        session.connection().exec_driver_sql(
+            f"INSERT INTO search_tokens (user_id, token, message_id) VALUES ({marks})",
+            [(owner, token, message_id) for token, message_id in rows],
         )
 
 
