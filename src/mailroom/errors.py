@@ -24,6 +24,11 @@ class ConfigError(MailroomError):
     """A setting, flag or environment value is wrong."""
 
 
+class SealedWithoutKeys(ConfigError):
+    """Sealed mail was read through a bare file reader (no session, so no keys); a caller
+    with a store retries through a session of it (``crypto.mail_reading``)."""
+
+
 class StoreError(MailroomError):
     """The database cannot be reached, opened or migrated."""
 

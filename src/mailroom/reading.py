@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mailroom.crypto.mail_reading import open_column, session_of
 from mailroom.errors import NotFoundError, unknown_user
 from mailroom.providers.facts import importing
-from mailroom.store.reader import Reader, as_reader, in_list, json_value, stamp
+from mailroom.store.reader import Reader, as_reader, in_list, json_value, required_stamp, stamp
 from mailroom.store.search import BlindTerms, match_clause
 
 if TYPE_CHECKING:
@@ -186,8 +185,7 @@ def list_messages(
     labels = _labels_of(reader, [row[0] for row in rows])
     listed_rows = []
     for message, account, header_id, thread, subject, email, name, received, tab, seen in rows:
-        received_at = stamp(received)
-        assert received_at is not None
+        received_at = required_stamp(received)
         listed_rows.append(
             {
                 "id": message,
@@ -264,6 +262,18 @@ def message_detail(source: Source, user: int, message_id: int) -> dict[str, Any]
     return found[0]
 
 
+def _opened(
+    source: Source, user: int, message_id: int, column: str, value: Any, sealed: Any
+) -> Any:
+    """A body column as the reader sees it; the cipher (and SQLAlchemy) load for sealed rows only,
+    so the CLI's standard-library read path stays light for clear mail."""
+    if not sealed:
+        return json_value(value) if column == "attachments" and value is not None else value
+    from mailroom.crypto.mail_reading import open_column, session_of
+
+    return open_column(session_of(source), user, message_id, column, value, True)
+
+
 def message_details(source: Source, user: int, message_ids: Sequence[int]) -> list[dict[str, Any]]:
     """The user's messages among ``message_ids``, in that order, with bodies and parse
     notes (a thread's messages in three queries, not three per message)."""
@@ -280,12 +290,11 @@ def message_details(source: Source, user: int, message_ids: Sequence[int]) -> li
             params,
         )
     }
-    session = session_of(source)
     bodies = {
         message_id: (
-            open_column(session, user, message_id, "text_body", text, bool(sealed)),
-            open_column(session, user, message_id, "sanitized_html", sanitized, bool(sealed)),
-            open_column(session, user, message_id, "attachments", attachments, bool(sealed)),
+            _opened(source, user, message_id, "text_body", text, sealed),
+            _opened(source, user, message_id, "sanitized_html", sanitized, sealed),
+            _opened(source, user, message_id, "attachments", attachments, sealed),
         )
         for message_id, sealed, text, sanitized, attachments in reader.rows(
             "SELECT message_id, sealed, text_body, sanitized_html, attachments "

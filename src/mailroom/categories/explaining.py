@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from mailroom.categories.cascade import CategoryDecision, CategoryFacts, categorize
 from mailroom.categories.learned import NOTHING_LEARNED, LearnedTabs
-from mailroom.crypto.mail_reading import open_column, session_of
 from mailroom.reading import user_message
 from mailroom.store.chunks import in_chunks
 from mailroom.store.reader import Reader, as_reader, in_list, json_value
@@ -165,7 +164,6 @@ def stored_facts(
     )
     headers: dict[int, Any] = {}
     bodies: dict[int, tuple[str, str | None]] = {}
-    session = session_of(source)
     for message_id, owner, sealed, stored, text, html in reader.rows(
         "SELECT message_bodies.message_id, messages.user_id, message_bodies.sealed, headers, "
         "text_body, html_body FROM message_bodies "
@@ -173,12 +171,15 @@ def stored_facts(
         f"WHERE message_bodies.message_id IN {listed}",
         params,
     ):
-        row = (session, owner, message_id)
-        headers[message_id] = open_column(*row, "headers", stored, bool(sealed))
-        bodies[message_id] = (
-            open_column(*row, "text_body", text, bool(sealed)) or "",
-            open_column(*row, "html_body", html, bool(sealed)),
-        )
+        if sealed:  # the cipher (and SQLAlchemy) load for sealed rows only
+            from mailroom.crypto.mail_reading import open_column, session_of
+
+            row = (session_of(source), owner, message_id)
+            stored = open_column(*row, "headers", stored, True)
+            text = open_column(*row, "text_body", text, True)
+            html = open_column(*row, "html_body", html, True)
+        headers[message_id] = json_value(stored)
+        bodies[message_id] = (text or "", html)
     labels: dict[int, set[int]] = defaultdict(set)
     provider: dict[int, list[str]] = defaultdict(list)
     for message_id, label_id, ref in reader.rows(

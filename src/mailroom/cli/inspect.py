@@ -11,6 +11,7 @@ from mailroom.categories.tabs import CATEGORIES
 from mailroom.cli.context import AppContext, echo_json, format_option, pass_app, plain_errors
 from mailroom.cli.table import Column, print_table
 from mailroom.config import DEFAULT_OWNER
+from mailroom.errors import SealedWithoutKeys
 from mailroom.reading import (
     MessageFilter,
     count_messages,
@@ -210,7 +211,12 @@ def show_text(detail: dict[str, Any]) -> str:
 def show_command(app: AppContext, message: int, owner: str, output: str) -> None:
     """Print one message: headers, parse notes and the text body."""
     reader = app.reader
-    detail = message_detail(reader, user_id(reader, owner), message)
+    user = user_id(reader, owner)
+    try:
+        detail = message_detail(reader, user, message)
+    except SealedWithoutKeys:  # the bare file reader has no keys: through a session, which has
+        with app.existing_store.session() as session:
+            detail = message_detail(session, user, message)
     if output == "json":
         echo_json(detail)
     else:
@@ -250,6 +256,11 @@ def explain_command(app: AppContext, message: int, owner: str) -> None:
     from mailroom.categories.explaining import explain
 
     reader = app.reader
-    why = explain(reader, user_id(reader, owner), message)
+    user = user_id(reader, owner)
+    try:
+        why = explain(reader, user, message)
+    except SealedWithoutKeys:  # the bare file reader has no keys: through a session, which has
+        with app.existing_store.session() as session:
+            why = explain(session, user, message)
     for line in why.lines():
         click.echo(line)

@@ -32,7 +32,7 @@ from mailroom.crypto.mail_writing import (
     BODY_TEXT_COLUMNS,
 )
 from mailroom.crypto.sealing import require_cipher
-from mailroom.errors import ConfigError
+from mailroom.errors import SealedWithoutKeys
 from mailroom.store.models import Blob, Message, MessageBody
 
 __all__ = [
@@ -99,7 +99,7 @@ def open_column(
     if not sealed or value is None:
         return (_json(value) if value is not None else []) if is_json else value
     if session is None:
-        raise ConfigError(
+        raise SealedWithoutKeys(
             f"{_WHAT} is sealed and this store was opened without its keys; read it through "
             "mailroom with MAILROOM_MASTER_KEY_FILE set."
         )
