@@ -54,6 +54,7 @@ from sqlalchemy.types import NullType
 
 from mailroom.categories.tabs import CATEGORIES
 from mailroom.crypto.blind_index import blind_terms_for_words
+from mailroom.crypto.mail_reading import columns_of
 from mailroom.jmap import ids
 from mailroom.jmap.comparators import Comparator, keyword_argument, parse_sort
 from mailroom.jmap.emailsort import (
@@ -276,11 +277,11 @@ class EmailFilter:
             raise invalid_arguments("header must be [name] or [name, text], both strings.")
         index = self._next_param()
         name = value[0]
-        params: dict[str, str] = {f"hname_{index}": name.lower()}
+        params: dict[str, str | int] = {f"hname_{index}": name.lower()}
         tokens = self._tokens(value[1], "header") if len(value) == 2 else []
         if self.dialect == "sqlite":
             raw, like = "b.headers", "LIKE"
-            # A sealed row's header list is one sealed string: it matches nothing here.
+            # A sealed row's header list is one sealed string: matched in Python instead.
             rows = "json_each(CASE WHEN b.sealed THEN '[]' ELSE b.headers END) AS h"
             name_sql, value_sql = "json_extract(h.value, '$[0]')", "json_extract(h.value, '$[1]')"
         else:
@@ -306,7 +307,39 @@ class EmailFilter:
             f"WHERE b.message_id = messages.id {''.join(' AND ' + q for q in quick)} "
             f"AND EXISTS (SELECT 1 FROM {rows} WHERE {' AND '.join(tests)}))"
         )
+        sealed = self._sealed_header_matches(name.lower(), tokens)
+        if sealed:
+            listed = {f"hsealed_{index}_{n}": message_id for n, message_id in enumerate(sealed)}
+            params.update(listed)
+            sql += f" OR messages.id IN ({', '.join(':' + key for key in listed)})"
         return sql_condition(sql, params)
+
+    def _sealed_header_matches(self, name: str, tokens: list[str]) -> list[int]:
+        """The owner's sealed messages with a header ``name`` holding every token.
+
+        Sealed header lists cannot be searched in SQL: they are opened and matched here
+        (``crypto.mail_reading``), a cost that grows with the owner's sealed mail.
+        """
+        ids = list(
+            self.session.scalars(
+                select(MessageBody.message_id)
+                .join(Message, Message.id == MessageBody.message_id)
+                .where(Message.user_id == self.user_id, MessageBody.sealed)
+            )
+        )
+        if not ids:
+            return []
+        wanted = [token.lower() for token in tokens]
+        found = []
+        for message_id, columns in columns_of(self.session, ids, ["headers"]).items():
+            for pair in columns["headers"] or []:
+                if len(pair) < 2 or str(pair[0]).lower() != name:
+                    continue
+                value = str(pair[1]).lower()
+                if all(token in value for token in wanted):
+                    found.append(message_id)
+                    break
+        return sorted(found)
 
     def _mailbox_id(self, value: object, name: str) -> int:
         if not isinstance(value, str):

@@ -86,3 +86,18 @@ def test_a_sealed_blob_copied_onto_another_row_does_not_open(
         assert "\n" not in error["description"]
         with sealed_store.session() as session:
             session.execute(text("SELECT 1"))  # the store is still fine
+
+
+def test_the_header_filter_finds_sealed_mail(sealed_store: Store, jmap_server: Server) -> None:
+    """Sealed header lists are opened and matched: Email/query's header filter still works."""
+    alice = seed(sealed_store, "alice")
+    with Jmap(jmap_server, alice) as client:
+
+        def query(header: list[str]) -> list[str]:
+            found: list[str] = client.call("Email/query", {"filter": {"header": header}})["ids"]
+            return found
+
+        assert query(["In-Reply-To"]) == [email_id(alice.messages["reply"])]
+        assert query(["Subject", "lunch"]) == [email_id(alice.messages["other"])]
+        assert query(["Subject", "walrus nowhere"]) == []
+        assert query(["X-Not-There"]) == []
