@@ -33,7 +33,6 @@ keeps a fixed height and scrolls.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -51,7 +50,7 @@ from mailroom.jmap.bodies import find_part, parse_structure, part_content
 from mailroom.labels.operations import Operations
 from mailroom.reading import message_detail, message_details
 from mailroom.store.models import Message, Thread, ThreadLabel
-from mailroom.store.reader import as_reader, stamp
+from mailroom.store.reader import as_reader, required_stamp
 from mailroom.web.display import full_time
 from mailroom.web.event_lines import event_lines
 from mailroom.web.frame import FRAME_CSP, FRAME_CSP_IMAGES, INLINE_TYPES, frame_html, wants_inline
@@ -205,18 +204,12 @@ def _shown(
                 blocked,
                 allowed,
                 url,
-                full_time(_received(detail), zone),
+                full_time(required_stamp(detail["received_at"]), zone),
                 recipients,
                 f"{path}?{urlencode(query)}",
             )
         )
     return shown
-
-
-def _received(detail: dict[str, Any]) -> datetime:
-    received = stamp(detail["received_at"])
-    assert received is not None  # every stored message has a received time
-    return received
 
 
 def _inline_parts(session: Session, message_id: int, attachments: list[Any]) -> dict[str, Any]:
