@@ -329,3 +329,15 @@ def test_owner_key_rotation_rehashes_tokens_and_search_keeps_working(
     assert after and not before & after
     assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]
     assert _jmap_ids(base, {"text": "walrus"}) == [mixed["sealed"], mixed["clear"]]
+
+
+def test_deleting_an_owner_removes_their_tokens_and_keeps_the_other_searchable(
+    sealed: Store, mixed: dict[str, int], base: str
+) -> None:
+    from mailroom.crypto.shredding import delete_owner
+
+    delete_owner(sealed, "bob")
+    with sealed.session() as session:
+        owners = set(session.execute(text("SELECT DISTINCT user_id FROM search_tokens")).scalars())
+    assert owners == {mixed["alice"]}
+    assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]
