@@ -14,15 +14,19 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from mailroom.crypto import MasterKeyWrapper
 from mailroom.crypto.datakeys import OwnerKeys
 from mailroom.crypto.owner_rotation import Rotator, start_rotation
 from mailroom.crypto.sealing import MailSealing
+from mailroom.crypto.shredding import delete_owner
 from mailroom.jmap import ids
 from mailroom.jmap.auth import set_password
+from mailroom.rules.engine import condition_clauses
+from mailroom.rules.model import Conditions
 from mailroom.store.engine import Store
+from mailroom.store.models import Message
 from mailroom.store.search import SearchDocument, index_documents
 from mailroom.web.app import create_app
 from tests.factories import make_message
@@ -287,11 +291,6 @@ def test_cli_search_finds_sealed_mail(
 
 
 def test_rule_text_condition_matches_sealed_mail(sealed: Store, mixed: dict[str, int]) -> None:
-    from sqlalchemy import select
-
-    from mailroom.rules.engine import condition_clauses
-    from mailroom.rules.model import Conditions
-    from mailroom.store.models import Message
 
     with sealed.session() as session:
         clauses = condition_clauses(session, Conditions(text=SEALED_WORD), mixed["alice"])
@@ -334,8 +333,6 @@ def test_owner_key_rotation_rehashes_tokens_and_search_keeps_working(
 def test_deleting_an_owner_removes_their_tokens_and_keeps_the_other_searchable(
     sealed: Store, mixed: dict[str, int], base: str
 ) -> None:
-    from mailroom.crypto.shredding import delete_owner
-
     delete_owner(sealed, "bob")
     with sealed.session() as session:
         owners = set(session.execute(text("SELECT DISTINCT user_id FROM search_tokens")).scalars())

@@ -53,11 +53,6 @@ def seals_search(session: Session) -> bool:
     return seals_new_mail(session)
 
 
-def document_tokens(cipher: FieldCipher, owner: int, document: SearchDocument) -> set[str]:
-    """The blind index tokens of one message of ``owner``."""
-    return _Hashers(cipher, owner).tokens(document)
-
-
 class _Hashers:
     """One owner's keyed HMACs of both kinds, set up once for a batch of documents."""
 
@@ -66,6 +61,7 @@ class _Hashers:
         self.body = cipher.lookup_hasher(owner, BODY_KIND)
 
     def tokens(self, document: SearchDocument) -> set[str]:
+        """The blind index tokens of one message."""
         header_words = blind_words(document.subject) | blind_words(document.participants)
         tokens = {self.header(word)[:TOKEN_HEX] for word in header_words}
         tokens.update(
