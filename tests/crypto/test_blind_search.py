@@ -259,7 +259,7 @@ def test_web_search_page_finds_sealed_mail(sealed: Store, mixed: dict[str, int],
 # -- the CLI ---------------------------------------------------------------------
 
 
-def _cli_search(store: Store, key: bytes, tmp_path: Path, query: str) -> str:
+def _cli(store: Store, key: bytes, tmp_path: Path, *args: str) -> str:
     env = {
         **os.environ,
         "MAILROOM_DATA_DIR": str(tmp_path / "cli-data"),
@@ -267,8 +267,7 @@ def _cli_search(store: Store, key: bytes, tmp_path: Path, query: str) -> str:
     }
     url = store.engine.url.render_as_string(hide_password=False)
     done = subprocess.run(
-        [sys.executable, "-c", CLI, "--database-url", url, "search", query]
-        + ["--owner", "alice", "--format", "jsonl"],
+        [sys.executable, "-c", CLI, "--database-url", url, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -278,6 +277,10 @@ def _cli_search(store: Store, key: bytes, tmp_path: Path, query: str) -> str:
     return done.stdout
 
 
+def _cli_search(store: Store, key: bytes, tmp_path: Path, query: str) -> str:
+    return _cli(store, key, tmp_path, "search", query, "--owner", "alice", "--format", "jsonl")
+
+
 def test_cli_search_finds_sealed_mail(
     sealed: Store, mixed: dict[str, int], key: bytes, tmp_path: Path
 ) -> None:
@@ -285,6 +288,15 @@ def test_cli_search_finds_sealed_mail(
     assert len(found.splitlines()) == 1 and "Walrus budget" in found
     both = _cli_search(sealed, key, tmp_path, "walrus")
     assert len(both.splitlines()) == 2 and "Bob" not in both
+
+
+def test_cli_show_opens_a_sealed_message(
+    sealed: Store, mixed: dict[str, int], key: bytes, tmp_path: Path
+) -> None:
+    """`mailroom show` on either store prints the sealed body in clear, never ciphertext."""
+    shown = _cli(sealed, key, tmp_path, "show", str(mixed["sealed"]), "--owner", "alice")
+    assert f"The walrus spends {SEALED_WORD}." in shown
+    assert "mrf1." not in shown
 
 
 # -- rules and rotation ----------------------------------------------------------

@@ -52,13 +52,25 @@ class AppContext:
     def store(self) -> Store:
         """The store, created if there is none yet, opened and migrated on first use."""
         if self._store is None:
-            from mailroom.crypto.sealing import sealing_from_settings
             from mailroom.store.engine import open_store
 
             settings = self.settings
-            self._store = open_store(settings.resolved_database_url, settings.data_dir)
-            self._store.sealing = sealing_from_settings(settings)
+            self._store = self._with_sealing(
+                open_store(settings.resolved_database_url, settings.data_dir)
+            )
         return self._store
+
+    def _with_sealing(self, store: Store) -> Store:
+        """``store`` carrying the installation's keys (``crypto.sealing``): sealed mail opens,
+        and new mail is sealed when MAILROOM_ENCRYPT_MAIL is on."""
+        from mailroom.crypto.sealing import sealing_from_settings
+
+        try:
+            store.sealing = sealing_from_settings(self.settings)
+        except BaseException:
+            store.dispose()
+            raise
+        return store
 
     @property
     def reader(self) -> Reader:
@@ -120,7 +132,7 @@ class AppContext:
             except BaseException:
                 store.dispose()
                 raise
-            self._store = store
+            self._store = self._with_sealing(store)
         return self._store
 
 

@@ -145,12 +145,8 @@ def sealed_search_terms(app: AppContext, user: int, query: str) -> BlindTerms | 
     if not app.reader.rows("SELECT 1 FROM search_tokens WHERE user_id = :u LIMIT 1", {"u": user}):
         return None
     from mailroom.crypto.blind_index import blind_terms
-    from mailroom.crypto.sealing import sealing_from_settings
 
-    store = app.existing_store  # the reader's store: opened without the key wrapper
-    if store.sealing is None:
-        store.sealing = sealing_from_settings(app.settings)
-    with store.session() as session:
+    with app.existing_store.session() as session:
         return blind_terms(session, user, query)
 
 
