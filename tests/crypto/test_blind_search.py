@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import httpx
@@ -259,20 +260,23 @@ def test_web_search_page_finds_sealed_mail(sealed: Store, mixed: dict[str, int],
 # -- the CLI ---------------------------------------------------------------------
 
 
-def _cli(store: Store, key: bytes, tmp_path: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "MAILROOM_DATA_DIR": str(tmp_path / "cli-data"),
-        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
-    }
+def _run_cli(store: Store, key: bytes | None, tmp_path: Path, *args: str) -> CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAILROOM_")}
+    env["MAILROOM_DATA_DIR"] = str(tmp_path / "cli-data")
+    if key is not None:
+        env["MAILROOM_MASTER_KEY"] = base64.urlsafe_b64encode(key).decode()
     url = store.engine.url.render_as_string(hide_password=False)
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", CLI, "--database-url", url, *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
     )
+
+
+def _cli(store: Store, key: bytes, tmp_path: Path, *args: str) -> str:
+    done = _run_cli(store, key, tmp_path, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -288,6 +292,15 @@ def test_cli_search_finds_sealed_mail(
     assert len(found.splitlines()) == 1 and "Walrus budget" in found
     both = _cli_search(sealed, key, tmp_path, "walrus")
     assert len(both.splitlines()) == 2 and "Bob" not in both
+
+
+def test_cli_search_without_the_key_says_so(
+    sealed: Store, mixed: dict[str, int], tmp_path: Path
+) -> None:
+    """Without the key a search does not quietly leave the sealed mail out: one sentence."""
+    done = _run_cli(sealed, None, tmp_path, "search", "walrus", "--owner", "alice")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "sealed, and no key to open it is configured" in done.stderr, done.stderr
 
 
 def test_cli_show_opens_a_sealed_message(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
+from mailroom.crypto.sealing import require_cipher, seals_new_mail
 from mailroom.store.search import (
     BODY_LIMIT,
     BlindTerms,
@@ -158,15 +158,14 @@ def blind_terms_for_words(
     """:func:`blind_terms` for words already split (JMAP tokens and phrases)."""
     if not words:
         return None
-    cipher = mail_cipher(session)
-    if cipher is None:
-        return None
 
     def run(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
         return list(session.execute(text(sql), dict(params)).all())
 
     if not has_blind_index(run, owner):
         return None
+    # Without the key, a search would quietly leave the sealed mail out: say so instead.
+    cipher = require_cipher(session, "Part of this owner's mail")
     return hash_words(cipher, owner, words, body_only=body_only)
 
 

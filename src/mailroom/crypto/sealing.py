@@ -56,9 +56,12 @@ def sealing_from_settings(settings: Settings) -> MailSealing | None:
 
     try:
         wrapper = wrapper_from_settings(settings)
-    except ConfigError:
+    except ConfigError as exc:
         if settings.encrypt_mail:
-            raise
+            reason = str(exc).rstrip(".")
+            raise ConfigError(
+                f"MAILROOM_ENCRYPT_MAIL=1 cannot seal mail without its key ({reason})."
+            ) from None
         return None
     return MailSealing(wrapper, seal_new_mail=bool(settings.encrypt_mail))
 
