@@ -154,6 +154,15 @@ def test_held_mail_is_in_no_tab_and_a_held_reply_leaves_its_thread_in_place(
         unread = tab_unread(session, owner.user_id, owner.inbox)
     assert listed_ids == {first_id}
     assert unread == {"primary": 1}  # the tabs bar counts the first thread, not the held one
+    from mailroom.jmap.methods.email_reader import EmailReader
+
+    with store.session() as session:  # JMAP Email/get: no tab yet, never the internal "held"
+        by_provider = dict(session.execute(select(Message.provider_id, Message.id)).all())
+        emails = EmailReader(session, owner.user_id, tabs=True).read(
+            [by_provider["first"], by_provider["new"]], ["id", "category"]
+        )
+    assert emails[by_provider["first"]]["category"] == "primary"
+    assert emails[by_provider["new"]]["category"] is None
 
 
 def test_the_sweep_and_the_delayed_job_release_through_one_releaser(

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from mailroom.categories.tabs import HELD
 from mailroom.crypto.mail_reading import open_blob
 from mailroom.jmap import ids
 from mailroom.jmap.bodies import (
@@ -269,8 +270,9 @@ class EmailReader:
                     obj[name] = message.preview
                 elif name in ("headers", *_RAW_HEADER_FORMS) or name.startswith("header:"):
                     obj[name] = None  # filled below from the raw bytes
-                elif name == "category":
-                    obj[name] = categories.get(mid)
+                elif name == "category":  # null while held: not in any tab the session lists
+                    category = categories.get(mid)
+                    obj[name] = None if category == HELD else category
                 elif name in _BODY_PROPERTIES:
                     obj[name] = None  # filled below, one message at a time
             out[mid] = obj
