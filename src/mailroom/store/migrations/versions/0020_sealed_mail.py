@@ -11,8 +11,10 @@ removes an owner's blobs itself (``crypto/shredding.py``).
 list are sealed values; a clear row from before stays readable.
 
 ``search_tokens`` is the blind index: one row per owner, keyed token hash
-(hex of 16 bytes) and message, for the messages whose words may not go into
-the clear full-text index.
+(its first 8 bytes as a signed 64-bit integer) and message, for the messages
+whose words may not go into the clear full-text index. On SQLite the table is
+``WITHOUT ROWID`` (the primary key is the table): sealed ingest writes a
+million rows for 6,000 messages, and one B-tree fewer per row counts.
 
 Revision ID: 0020
 Revises: 0019
@@ -41,7 +43,7 @@ def upgrade() -> None:
     op.create_table(
         "search_tokens",
         sa.Column("user_id", ID, nullable=False),
-        sa.Column("token", sa.String(32), nullable=False),
+        sa.Column("token", sa.BigInteger(), nullable=False),
         sa.Column("message_id", ID, nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"],
@@ -56,6 +58,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("user_id", "token", "message_id", name=op.f("pk_search_tokens")),
+        sqlite_with_rowid=False,
     )
     op.create_index("ix_search_tokens_message_id", "search_tokens", ["message_id"])
 
