@@ -129,7 +129,8 @@ def test_a_stale_writer_behind_the_pass_is_caught_by_the_closing_pass(
 
 
 def test_the_commands_start_and_resume_a_rotation(store: Store, tmp_path: Path) -> None:
-    """rotate-owner --start-only adds a version; resume finishes it; an unknown user is one line."""
+    """rotate-owner adds a version and queues the job; resume finishes it in the foreground
+    (no engine running); an unknown user is one line."""
     key = os.urandom(32)
     alice = add_owner(store, "alice")
     with store.session() as session:
@@ -145,11 +146,14 @@ def test_the_commands_start_and_resume_a_rotation(store: Store, tmp_path: Path) 
         assert "Traceback" not in result.output
         return result.output
 
-    assert "version 2; both versions open" in run("rotate-owner", "alice", "--start-only")
+    assert "version 2; both versions open" in run("rotate-owner", "alice")
     with store.session() as session:
         assert OwnerKeys(session, MasterKeyWrapper(key)).versions(alice) == [1, 2]
     assert "done in 1 batch(es)" in run("resume")
     assert "No owner key rotation is unfinished." in run("resume")
     with store.session() as session:
         assert OwnerKeys(session, MasterKeyWrapper(key)).versions(alice) == [2]
+    assert "done in 1 batch(es)" in run("rotate-owner", "alice", "--foreground")
+    with store.session() as session:
+        assert OwnerKeys(session, MasterKeyWrapper(key)).versions(alice) == [3]
     assert "There is no user called 'nobody'" in run("rotate-owner", "nobody")

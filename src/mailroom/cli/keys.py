@@ -5,8 +5,10 @@ every owner data key and re-seals every stored secret under a new master
 key in one transaction (no mail is re-encrypted) and swaps the key file only
 once all of it opens with the new key; killed, it is finished by running it
 again. ``keys rotate-owner USER`` starts using a new data key version for
-USER and re-encrypts their values in resumable batches (both versions open
-meanwhile); ``keys resume`` continues rotations that were stopped.
+USER and queues the job that re-encrypts their values in resumable batches
+in the running engine (``mailroom.jobs.key_rotation``; both versions open
+meanwhile); ``--foreground`` runs the batches here instead, ``keys resume``
+finishes unfinished rotations here, ``keys status`` shows their progress.
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ _BATCH = click.option(
     default=500,
     show_default=True,
     type=click.IntRange(1, 100_000),
-    help="Values re-encrypted per transaction.",
+    help="Values re-encrypted per transaction (per background job).",
 )
 
 
@@ -159,14 +161,20 @@ _BATCH = click.option(
 @click.argument("user")
 @_BATCH
 @click.option(
-    "--start-only",
+    "--foreground",
     is_flag=True,
-    help="Only start: new values use the new key; `mailroom keys resume` re-encrypts the rest.",
+    help="Re-encrypt here and now, to the end, instead of in the running engine's background "
+    "job (for an installation with no `mailroom serve` or worker running).",
 )
 @pass_app
 @plain_errors
-def keys_rotate_owner_command(app: AppContext, user: str, batch: int, start_only: bool) -> None:
-    """Give USER a new data key version and re-encrypt their values under it, in batches."""
+def keys_rotate_owner_command(app: AppContext, user: str, batch: int, foreground: bool) -> None:
+    """Give USER a new data key version; their values are re-encrypted under it in batches.
+
+    New values use the new version at once and both versions open meanwhile. The
+    running engine (`mailroom serve`, or a worker serving enrich_backlog) re-encrypts
+    in the background, one batch per job; `mailroom keys status` shows how far it is.
+    """
     from mailroom.audit import record
     from mailroom.crypto import OwnerKeys, wrapper_from_settings
     from mailroom.crypto.owner_rotation import start_rotation
@@ -186,10 +194,45 @@ def keys_rotate_owner_command(app: AppContext, user: str, batch: int, start_only
             detail=f"data key v{versions[0]} -> v{versions[1]} started",
         )
     click.echo(f"{user} now encrypts with data key version {versions[1]}; both versions open.")
-    if start_only:
-        click.echo("Run `mailroom keys resume` to re-encrypt the older values.")
+    if foreground:
+        _run(app, wrapper, rotation_id, batch)
         return
-    _run(app, wrapper, rotation_id, batch)
+    _queue(app, rotation_id, batch)
+    click.echo(
+        f"Rotation {rotation_id} is queued: the running engine (`mailroom serve`, or a worker "
+        "serving enrich_backlog) re-encrypts the older values in the background. Watch it with "
+        "`mailroom keys status`; with no engine running, `mailroom keys resume` finishes it here."
+    )
+
+
+def _queue(app: AppContext, rotation_id: int, batch: int) -> None:
+    """Ask the engine's queue for the rotation's job."""
+    import time
+
+    from mailroom.jobs.key_rotation import KeyRotationJobs
+    from mailroom.jobs.leases import LocalLeases
+    from mailroom.jobs.queues import make_queues
+
+    queues = make_queues(app.settings, ("enrich_backlog",))
+    KeyRotationJobs(app.existing_store, queues, LocalLeases(time.monotonic)).request(
+        rotation_id, batch
+    )
+
+
+@keys_group.command("status")
+@click.option("--all", "include_done", is_flag=True, help="Finished rotations too.")
+@pass_app
+@plain_errors
+def keys_status_command(app: AppContext, include_done: bool) -> None:
+    """Owner key rotations that are running (and finished ones with --all), with their progress."""
+    from mailroom.crypto.rotation_progress import rotation_progress
+
+    with app.existing_store.session() as session:
+        rotations = rotation_progress(session, include_done=include_done)
+    if not rotations:
+        click.echo("No owner key rotation is running.")
+    for rotation in rotations:
+        click.echo(rotation.describe())
 
 
 @keys_group.command("resume")
@@ -197,7 +240,7 @@ def keys_rotate_owner_command(app: AppContext, user: str, batch: int, start_only
 @pass_app
 @plain_errors
 def keys_resume_command(app: AppContext, batch: int) -> None:
-    """Finish every owner key rotation that was started or stopped half-way."""
+    """Finish every unfinished owner key rotation here, in the foreground (no engine needed)."""
     from mailroom.crypto import wrapper_from_settings
     from mailroom.crypto.owner_rotation import pending_rotations
 

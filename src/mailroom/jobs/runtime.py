@@ -37,6 +37,8 @@ from mailroom.config import Settings
 from mailroom.events.extract import extract_events
 from mailroom.ingest import steps
 from mailroom.jobs.assistant import SWEEP_INTERVAL, AssistantJobs, AssistantStep
+from mailroom.jobs.key_rotation import INTERVAL as KEY_ROTATION_INTERVAL
+from mailroom.jobs.key_rotation import KeyRotationJobs
 from mailroom.jobs.leases import Leases, LocalLeases, RedisLeases
 from mailroom.jobs.queues import QUEUES, make_queues
 from mailroom.jobs.supervisor import Supervisor, SupervisorConfig
@@ -127,6 +129,8 @@ class Runtime:
         # Filing sent mail, bounces and the vacation response (outbound.after_mail).
         self.after_mail = AfterMail(settings, clock=self.jobs.now).install()
         self.webhooks = WebhookJobs(store, self.queues, settings, self.jobs.now)
+        # Owner key rotations re-encrypt in the background (mailroom.jobs.key_rotation).
+        self.key_rotations = KeyRotationJobs(store, self.queues, self.leases, self.jobs.now)
         # The assistant (SPEC §9), when the operator configured a model: holding new
         # mail, its questions and releasers (mailroom.jobs.assistant).
         self.assistant: AssistantJobs | None = None
@@ -153,6 +157,7 @@ class Runtime:
                 Duty("prune ended sign-ins", 3600, lambda: self.jobs.prune_sign_ins()),
                 Duty("send due mail", 30, self.jobs.sending.sweep),
                 Duty("deliver webhooks", WEBHOOK_INTERVAL, self.webhooks.request),
+                Duty("continue key rotations", KEY_ROTATION_INTERVAL, self.key_rotations.duty),
             ]
         )
         if self.assistant is not None:

@@ -1,0 +1,218 @@
+"""An owner key rotation re-encrypts sealed mail in the engine's background job, on both stores.
+
+Driven through the real queues of :class:`~mailroom.jobs.runtime.Runtime` (huey on the
+SQLite queue file in the data dir): jobs are run one by one from the queue, or by the
+engine's own consumer thread; the periodic duty re-queues a rotation whose job was lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from mailroom.cli.main import cli
+from mailroom.config import Settings
+from mailroom.crypto import MasterKeyWrapper
+from mailroom.crypto.datakeys import OwnerKeys
+from mailroom.crypto.fields import from_text, version_of
+from mailroom.crypto.mail_reading import bodies_of, raw_message
+from mailroom.crypto.owner_rotation import start_rotation
+from mailroom.crypto.sealing import MailSealing
+from mailroom.jobs.key_rotation import QUEUE, STALE_AFTER
+from mailroom.jobs.runtime import Runtime
+from mailroom.rules.engine import condition_clauses
+from mailroom.rules.model import Conditions
+from mailroom.store.engine import Store
+from mailroom.store.models import Blob, KeyRotation, Message, MessageBody
+from tests.crypto.sealed_mail.conftest import BODY_PHRASE, sealed_message
+from tests.helpers import drain, ingest, make_account
+
+WORDS = ("albatross", "bandicoot", "cormorant", "dromedary", "echidna")
+
+
+def _mail(store: Store, owner: str) -> tuple[int, list[int]]:
+    """An owner with one sealed message per word of :data:`WORDS`; (owner id, message ids)."""
+    account = make_account(store, owner, name=f"{owner}-account")
+    raws = [
+        (str(n), sealed_message(f"{owner}{n}@example.org", f"{BODY_PHRASE} {word}"))
+        for n, word in enumerate(WORDS)
+    ]
+    return account[0], ingest(store, account, raws).created_ids
+
+
+def _versions(store: Store, owner: int) -> set[int]:
+    """The key versions of the owner's sealed body texts and raw messages."""
+    with store.session() as session:
+        texts = session.scalars(
+            select(MessageBody.text_body)
+            .join(Message, Message.id == MessageBody.message_id)
+            .where(Message.user_id == owner)
+        ).all()
+        blobs = session.scalars(select(Blob.data).where(Blob.user_id == owner)).all()
+    return {version_of(from_text(t)) for t in texts} | {version_of(bytes(b)) for b in blobs}
+
+
+def _all_read_and_found(store: Store, owner: int, ids: list[int]) -> bool:
+    """Every message opens (body and raw bytes) and a search for its own word finds it alone."""
+    with store.session() as session:
+        bodies = bodies_of(session, ids)
+        for message_id, word in zip(sorted(ids), WORDS, strict=True):
+            raw = raw_message(session, message_id)
+            if word not in bodies[message_id].text_body or raw is None or word.encode() not in raw:
+                return False
+            clauses = condition_clauses(session, Conditions(text=word), owner)
+            found = session.scalars(
+                select(Message.id).where(Message.user_id == owner, *clauses)
+            ).all()
+            if list(found) != [message_id]:
+                return False
+    return True
+
+
+def _start(store: Store, owner: int) -> int:
+    assert store.sealing is not None
+    with store.session() as session:
+        return start_rotation(session, OwnerKeys(session, store.sealing.wrapper), owner).id
+
+
+def _state(store: Store, rotation_id: int) -> str:
+    with store.session() as session:
+        rotation = session.get(KeyRotation, rotation_id)
+        assert rotation is not None
+        return rotation.state
+
+
+def _key_versions(store: Store, owner: int) -> list[int]:
+    assert store.sealing is not None
+    with store.session() as session:
+        return OwnerKeys(session, store.sealing.wrapper).versions(owner)
+
+
+@pytest.fixture
+def runtime(sealed_store: Store, tmp_path: Path) -> Iterator[Runtime]:
+    """The engine's queues, tasks and duties over the sealed store (no consumer started)."""
+    engine = Runtime(sealed_store, Settings(data_dir=tmp_path / "data"))
+    yield engine
+    engine.stop()
+
+
+def test_the_job_reencrypts_in_batches_until_the_old_version_is_deleted(
+    sealed_store: Store, runtime: Runtime
+) -> None:
+    alice, ids = _mail(sealed_store, "alice")
+    bob, bob_ids = _mail(sealed_store, "bob")
+    rotation_id = _start(sealed_store, alice)
+    assert runtime.key_rotations.request(rotation_id, batch=2)
+    assert not runtime.key_rotations.request(rotation_id, batch=2)  # queued once: coalesced
+    queue = runtime.queues[QUEUE]
+    assert queue.pending_count() == 1
+    ran = drain(queue)  # each job runs one batch and queues the next
+    assert ran > 3
+    assert _state(sealed_store, rotation_id) == "done"
+    assert _versions(sealed_store, alice) == {2}
+    assert _key_versions(sealed_store, alice) == [2]  # the old version is deleted
+    assert _all_read_and_found(sealed_store, alice, ids)
+    assert _versions(sealed_store, bob) == {1}  # another owner is untouched
+    assert _all_read_and_found(sealed_store, bob, bob_ids)
+    assert runtime.key_rotations.sweep() == []  # nothing running: nothing queued
+
+
+def test_a_rotation_whose_job_was_dropped_is_requeued_by_the_duty_and_finishes(
+    sealed_store: Store, runtime: Runtime
+) -> None:
+    alice, ids = _mail(sealed_store, "alice")
+    rotation_id = _start(sealed_store, alice)
+    runtime.key_rotations.request(rotation_id, batch=2)
+    queue = runtime.queues[QUEUE]
+    task = queue.dequeue()
+    assert task is not None
+    queue.execute(task)  # one batch, then the worker is killed and its queue emptied
+    queue.flush()
+    assert queue.pending_count() == 0
+    assert _versions(sealed_store, alice) == {1, 2}  # half-way: both versions stored ...
+    assert _all_read_and_found(sealed_store, alice, ids)  # ... and both open
+    runtime.duties.tick(0.0)  # every duty is due at the first tick
+    assert queue.pending_count() == 1
+    assert drain(queue) > 1
+    assert _state(sealed_store, rotation_id) == "done"
+    assert _versions(sealed_store, alice) == {2} and _key_versions(sealed_store, alice) == [2]
+    assert _all_read_and_found(sealed_store, alice, ids)
+
+
+def test_a_lost_job_whose_marker_stayed_is_requeued_once_the_marker_is_stale(
+    sealed_store: Store, runtime: Runtime
+) -> None:
+    alice, _ = _mail(sealed_store, "alice")
+    rotation_id = _start(sealed_store, alice)
+    clock = [datetime(2026, 1, 1, 12, 0)]
+    jobs = runtime.key_rotations
+    jobs.now = lambda: clock[0]
+    queue = runtime.queues[QUEUE]
+    assert jobs.request(rotation_id)
+    assert queue.dequeue() is not None  # the job is lost; its marker stays
+    assert jobs.sweep() == []  # queued a moment ago, as far as the marker says
+    clock[0] += STALE_AFTER + timedelta(seconds=1)
+    assert jobs.sweep() == [rotation_id]
+    drain(queue)
+    assert _state(sealed_store, rotation_id) == "done"
+
+
+def test_a_job_without_the_key_waits_and_changes_nothing(
+    sealed_store: Store, sealing: MailSealing, runtime: Runtime
+) -> None:
+    alice, _ = _mail(sealed_store, "alice")
+    rotation_id = _start(sealed_store, alice)
+    sealed_store.sealing = None
+    assert runtime.key_rotations.run(rotation_id) is False
+    assert runtime.queues[QUEUE].pending_count() == 0  # the duty asks again later
+    sealed_store.sealing = sealing
+    assert _versions(sealed_store, alice) == {1} and _state(sealed_store, rotation_id) == "running"
+
+
+def test_rotate_owner_queues_the_rotation_the_running_engine_finishes(
+    store: Store, tmp_path: Path
+) -> None:
+    """The command returns at once; the engine's consumer re-encrypts; status shows both ends."""
+    key = os.urandom(32)
+    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
+    alice, ids = _mail(store, "alice")
+    data = tmp_path / "data"
+    env = {
+        "MAILROOM_DATA_DIR": str(data),
+        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
+        "MAILROOM_REDIS_URL": "",
+    }
+    url = store.engine.url.render_as_string(hide_password=False)
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(cli, ["--database-url", url, "keys", *args], env=env)
+        assert "Traceback" not in result.output and result.exit_code == 0, result.output
+        return result.output
+
+    said = run("rotate-owner", "alice", "--batch", "3")
+    assert "queued" in said and "mailroom keys status" in said
+    status = run("status")
+    assert "Rotation 1 of alice (v1 -> v2): running" in status and "pass 1" in status
+    assert _versions(store, alice) == {1}  # nothing re-encrypted by the command itself
+
+    engine = Runtime(store, Settings(data_dir=data))
+    engine.start_consumers((QUEUE,))
+    try:
+        started = time.monotonic()
+        while _state(store, 1) != "done":
+            assert time.monotonic() - started < 60, "the engine did not finish the rotation"
+            time.sleep(0.05)
+    finally:
+        engine.stop()
+    assert _versions(store, alice) == {2} and _key_versions(store, alice) == [2]
+    assert _all_read_and_found(store, alice, ids)
+    assert "No owner key rotation is running." in run("status")
+    assert "Rotation 1 of alice (v1 -> v2): done at" in run("status", "--all")
