@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -216,3 +219,74 @@ def test_rotate_owner_queues_the_rotation_the_running_engine_finishes(
     assert _all_read_and_found(store, alice, ids)
     assert "No owner key rotation is running." in run("status")
     assert "Rotation 1 of alice (v1 -> v2): done at" in run("status", "--all")
+
+
+def _worker(url: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``mailroom worker --queues enrich_backlog`` in its own process."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mailroom", "--database-url", url, "worker", "--queues", QUEUE],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _progress(store: Store, rotation_id: int) -> dict[str, object]:
+    with store.session() as session:
+        rotation = session.get(KeyRotation, rotation_id)
+        assert rotation is not None
+        return dict(rotation.progress)
+
+
+def _wait_for(what: str, condition: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_worker_killed_mid_rotation_is_continued_after_a_restart(
+    store: Store, tmp_path: Path
+) -> None:
+    """kill -9 of the worker between batches, its queue lost: the duty queues the rotation
+    again and a new worker finishes it; the mail opens and is found throughout."""
+    key = os.urandom(32)
+    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
+    alice, ids = _mail(store, "alice")
+    data = tmp_path / "data"
+    env = {
+        "MAILROOM_DATA_DIR": str(data),
+        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
+        "MAILROOM_REDIS_URL": "",
+    }
+    url = store.engine.url.render_as_string(hide_password=False)
+    said = CliRunner().invoke(
+        cli, ["--database-url", url, "keys", "rotate-owner", "alice", "--batch", "1"], env=env
+    )
+    assert said.exit_code == 0, said.output
+
+    worker = _worker(url, env)
+    try:
+        _wait_for("a first batch", lambda: bool(_progress(store, 1)))
+    finally:
+        worker.kill()  # -9: no graceful end; a batch in hand is rolled back
+        worker.wait(timeout=60)
+    assert _state(store, 1) == "running"
+    assert _all_read_and_found(store, alice, ids)  # half-way: both versions open
+    engine = Runtime(store, Settings(data_dir=data))
+    try:
+        engine.queues[QUEUE].flush()  # whatever the killed worker left queued is lost too
+        engine.duties.tick(0.0)  # the supervisor's duties: every one is due at the first tick
+        assert engine.queues[QUEUE].pending_count() == 1
+    finally:
+        engine.stop()
+
+    worker = _worker(url, env)
+    try:
+        _wait_for("the rotation to finish", lambda: _state(store, 1) == "done")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert _versions(store, alice) == {2} and _key_versions(store, alice) == [2]
+    assert _all_read_and_found(store, alice, ids)
