@@ -13,6 +13,7 @@ finishes unfinished rotations here, ``keys status`` shows their progress.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ from mailroom.secrets import default_key_file, write_key_file
 
 if TYPE_CHECKING:
     from mailroom.crypto.wrapping import KeyWrapper
+
+log = logging.getLogger(__name__)
 
 
 @click.group("keys")
@@ -197,7 +200,13 @@ def keys_rotate_owner_command(app: AppContext, user: str, batch: int, foreground
     if foreground:
         _run(app, wrapper, rotation_id, batch)
         return
-    _queue(app, rotation_id, batch)
+    trouble = _queue(app, rotation_id, batch)
+    if trouble is not None:
+        click.echo(
+            f"Rotation {rotation_id} could not be queued ({trouble}); the running engine picks "
+            "it up within a minute, or run `mailroom keys resume`."
+        )
+        return
     click.echo(
         f"Rotation {rotation_id} is queued: the running engine (`mailroom serve`, or a worker "
         "serving enrich_backlog) re-encrypts the older values in the background. Watch it with "
@@ -205,18 +214,23 @@ def keys_rotate_owner_command(app: AppContext, user: str, batch: int, foreground
     )
 
 
-def _queue(app: AppContext, rotation_id: int, batch: int) -> None:
-    """Ask the engine's queue for the rotation's job."""
+def _queue(app: AppContext, rotation_id: int, batch: int) -> str | None:
+    """Ask the engine's queue for the rotation's job; why not when the queue could not be
+    reached (the rotation is started all the same: the engine's duty queues it)."""
     import time
 
     from mailroom.jobs.key_rotation import KeyRotationJobs
     from mailroom.jobs.leases import LocalLeases
     from mailroom.jobs.queues import make_queues
 
-    queues = make_queues(app.settings, ("enrich_backlog",))
-    KeyRotationJobs(app.existing_store, queues, LocalLeases(time.monotonic)).request(
-        rotation_id, batch
-    )
+    try:
+        queues = make_queues(app.settings, ("enrich_backlog",))
+        jobs = KeyRotationJobs(app.existing_store, queues, LocalLeases(time.monotonic))
+        jobs.request(rotation_id, batch)
+    except Exception as exc:
+        log.debug("Could not queue key rotation %s.", rotation_id, exc_info=True)
+        return str(exc).rstrip(".") or type(exc).__name__
+    return None
 
 
 @keys_group.command("status")

@@ -290,3 +290,25 @@ def test_a_worker_killed_mid_rotation_is_continued_after_a_restart(
         worker.wait(timeout=60)
     assert _versions(store, alice) == {2} and _key_versions(store, alice) == [2]
     assert _all_read_and_found(store, alice, ids)
+
+
+def test_rotate_owner_with_an_unreachable_queue_starts_and_says_so(
+    store: Store, tmp_path: Path
+) -> None:
+    """The rotation is started all the same (the duty queues it); one plain sentence."""
+    key = os.urandom(32)
+    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
+    alice, _ = _mail(store, "alice")
+    env = {
+        "MAILROOM_DATA_DIR": str(tmp_path / "data"),
+        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
+        "MAILROOM_REDIS_URL": "redis://127.0.0.1:1/0",  # nothing listens there
+    }
+    url = store.engine.url.render_as_string(hide_password=False)
+    said = CliRunner().invoke(
+        cli, ["--database-url", url, "keys", "rotate-owner", "alice"], env=env
+    )
+    assert said.exit_code == 0 and "Traceback" not in said.output, said.output
+    assert "Rotation 1 could not be queued (" in said.output
+    assert "mailroom keys resume" in said.output
+    assert _state(store, 1) == "running" and _key_versions(store, alice) == [1, 2]
