@@ -374,7 +374,7 @@ def thread_request(account: str, thread: str) -> dict[str, Any]:
 
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    cut = statistics.quantiles(ordered, n=100)
+    cut = statistics.quantiles(ordered, n=100, method="inclusive")
     return {"p50": statistics.median(ordered), "p95": cut[94], "p99": cut[98], "max": ordered[-1]}
 
 
@@ -652,10 +652,10 @@ def import_rate(messages: int, workers: int, accounts: int, runs: int, redis_url
     for run in range(runs):
         work = Path(tempfile.mkdtemp(prefix="pg-volume-import-"))
         server = DovecotServer(work / "dovecot")
-        names = [f"imp{run}x{i}" for i in range(accounts)]
+        tag = uuid.uuid4().hex[:6]
+        names = [f"imp{tag}x{i}" for i in range(accounts)]
         for name in names:
             server.add_user(name, "volume-pw")
-        stamp = int(time.time())
         for n in range(messages):
             template = templates[n % len(templates)]
             copy = n // len(templates)
@@ -741,7 +741,6 @@ def import_rate(messages: int, workers: int, accounts: int, runs: int, redis_url
             file=sys.stderr,
         )
         shutil.rmtree(work, ignore_errors=True)
-        del stamp
     print(
         f"import with {workers} workers: median {statistics.median(rates):.0f} msg/s"
         f" over {runs} runs"
