@@ -81,20 +81,16 @@ class _Hashers:
     def tokens(self, document: SearchDocument) -> set[int]:
         """The blind index tokens of one message."""
         header_words = blind_words(document.subject) | blind_words(document.participants)
-        found = self._header_tokens
-        tokens = set()
-        for word in header_words:
-            token = found.get(word)
-            if token is None:
-                token = found[word] = token_of(self._header(word))
-            tokens.add(token)
-        found = self._body_tokens
-        for word in blind_words(document.body[:BODY_LIMIT]):
-            token = found.get(word)
-            if token is None:
-                token = found[word] = token_of(self._body(word))
-            tokens.add(token)
-        return tokens
+        tokens = _looked_up(self._header_tokens, self._header, header_words)
+        body_words = blind_words(document.body[:BODY_LIMIT])
+        return tokens | _looked_up(self._body_tokens, self._body, body_words)
+
+
+def _looked_up(found: dict[str, int], hasher: Callable[[str], bytes], words: set[str]) -> set[int]:
+    """The tokens of ``words``, hashing only those not ``found`` yet (and keeping them there)."""
+    for word in [word for word in words if word not in found]:
+        found[word] = token_of(hasher(word))
+    return set(map(found.__getitem__, words))
 
 
 def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: int) -> None:
