@@ -633,7 +633,7 @@ def import_rate(messages: int, workers: int, accounts: int, runs: int, redis_url
     """
     import uuid
 
-    from sqlalchemy import func, select
+    from sqlalchemy import func, select, update
 
     from mailroom.config import Settings
     from mailroom.jobs.queues import make_queues
@@ -642,7 +642,7 @@ def import_rate(messages: int, workers: int, accounts: int, runs: int, redis_url
     from mailroom.providers.imap import add_imap_account
     from mailroom.secrets import generate_key
     from mailroom.store import open_store
-    from mailroom.store.models import Message
+    from mailroom.store.models import Account, Message
 
     sys.path.insert(0, str(ROOT))
     from tests.support.dovecot import DovecotServer
@@ -733,6 +733,12 @@ def import_rate(messages: int, workers: int, accounts: int, runs: int, redis_url
             for proc in procs:
                 proc.wait(timeout=60)
             server.stop()
+            with store.session() as session:  # its Dovecot is gone: nothing polls it again
+                session.execute(
+                    update(Account)
+                    .where(Account.id.in_(ids))
+                    .values(status="disconnected", status_reason="pg_volume bench: server gone")
+                )
             store.dispose()
         rates.append(messages / seconds)
         print(
