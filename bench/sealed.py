@@ -1,6 +1,7 @@
 """Sealed mail against clear mail, same run, same corpus: ingest, JMAP inbox, search, size.
 
     python bench/sealed.py [--maildir DIR] [--runs 3] [--rounds 300] [--notmuch]
+                           [--postgresql postgresql+psycopg://USER@HOST/DB]
 
 For each run and each mode (``clear``: no sealing; ``sealed``: a master key and
 ``MAILROOM_ENCRYPT_MAIL`` on, i.e. ``MailSealing(seal_new_mail=True)``), the modes
@@ -20,7 +21,9 @@ Then, in this process, on that store:
 
 Prints each run and the median of the runs per mode, then one JSON line. With
 ``--notmuch``, ``notmuch new`` on the same Maildir (``bench/ingest.py``'s
-``run_notmuch``) the same number of times, for the 2x target.
+``run_notmuch``) the same number of times, for the 2x target. With
+``--postgresql URL``, after the SQLite runs, the ingest alone (both modes, same
+number of runs) into a fresh database made next to URL's and dropped after.
 """
 
 from __future__ import annotations
@@ -78,6 +81,33 @@ def import_into(maildir: Path, db: Path, mode: str, key: bytes) -> dict[str, flo
         raise SystemExit(f"the {mode} import failed:\n{done.stderr}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def postgresql_ingest(maildir: Path, url: str, mode: str, key: bytes) -> dict[str, float]:
+    """The import into a fresh PostgreSQL database (created and dropped through ``url``'s)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    name = f"mailroom_sealed_bench_{os.getpid()}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+        connection.exec_driver_sql(f"CREATE DATABASE {name}")
+    try:
+        fresh = make_url(url).set(database=name).render_as_string(hide_password=False)
+        done = subprocess.run(
+            [sys.executable, "-c", IMPORT, str(maildir), fresh, mode, key.hex()],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"the {mode} PostgreSQL import failed:\n{done.stderr}")
+        result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+        return result
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}")
+        admin.dispose()
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -192,6 +222,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--notmuch", action="store_true", help="also time `notmuch new`")
+    parser.add_argument("--postgresql", metavar="URL", help="also time the ingest on PostgreSQL")
     args = parser.parse_args()
     if not args.maildir.is_dir():
         raise SystemExit(f"{args.maildir} is missing; python bench/corpus.py {args.maildir}")
@@ -218,6 +249,16 @@ def main() -> None:
                     f"search p95 {row['search']['p95']:.2f} ms; file {row['file_mib']:.1f} MiB "
                     f"(search index {row['search_index_mib']:.1f} MiB, "
                     f"{row['search_token_rows']:,} token rows); totals {row['totals']}",
+                    file=sys.stderr,
+                )
+    postgresql: dict[str, list[float]] = {mode: [] for mode in MODES}
+    if args.postgresql:
+        for run in range(1, args.runs + 1):
+            for mode in MODES if run % 2 else tuple(reversed(MODES)):
+                done = postgresql_ingest(args.maildir, args.postgresql, mode, os.urandom(32))
+                postgresql[mode].append(done["messages"] / done["seconds"])
+                print(
+                    f"run {run} {mode:>6} PostgreSQL: {postgresql[mode][-1]:,.0f} msg/s",
                     file=sys.stderr,
                 )
     notmuch: list[dict[str, float]] = []
@@ -252,6 +293,10 @@ def main() -> None:
         clear, sealed = median("clear", *path), median("sealed", *path)
         summary[label] = {"clear": clear, "sealed": sealed}
         print(f"{label:<16}{clear:>12.2f}{sealed:>12.2f}")
+    if args.postgresql:
+        clear, sealed = (statistics.median(postgresql[mode]) for mode in MODES)
+        summary["postgresql ingest msg/s"] = {"clear": clear, "sealed": sealed}
+        print(f"{'PostgreSQL msg/s':<16}{clear:>12.2f}{sealed:>12.2f}")
     if notmuch:
         rate = statistics.median(n["messages"] / n["seconds"] for n in notmuch)
         summary["notmuch msg/s"] = rate
