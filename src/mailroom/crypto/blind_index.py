@@ -46,6 +46,12 @@ TOKEN_BYTES = 8  # of each HMAC-SHA256 lookup hash: one signed 64-bit integer
 HEADER_KIND = "token"  # words of the subject and the participants
 BODY_KIND = "token.body"  # words of the body
 
+# SQLite's page cache (KiB) on a connection that writes sealed mail, instead of 2 MiB: each
+# batch's sorted tokens land all over the B-tree (37 MiB for 6,000 messages), whose pages then
+# stay cached between batches (sealed import of 6,046 messages, paired runs on a loaded machine:
+# 19.1 and 20.6 s against 21.3 and 22.6 s). Memory is taken only as pages are read.
+SQLITE_CACHE_KIB = 65_536
+
 RunQuery = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
 
 
@@ -106,6 +112,7 @@ def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: i
         return
     connection = session.connection()
     if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
         # The driver's own executemany with tuples: through text() and dicts, binding the
         # parameters of a million rows took a third of the time of inserting them.
         connection.exec_driver_sql(
