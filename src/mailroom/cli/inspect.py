@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -198,6 +199,19 @@ def show_text(detail: dict[str, Any]) -> str:
     return "\n".join([*lines, "", body])
 
 
+T = TypeVar("T")
+
+
+def _opened(app: AppContext, read: Callable[[Any], T]) -> T:
+    """``read`` on the command's reader; on sealed mail, which the bare SQLite file reader
+    cannot open (it has no keys), again through a session of the store, which has them."""
+    try:
+        return read(app.reader)
+    except SealedWithoutKeys:
+        with app.existing_store.session() as session:
+            return read(session)
+
+
 @click.command("show")
 @click.argument("message", type=int)
 @owner_option
@@ -206,13 +220,8 @@ def show_text(detail: dict[str, Any]) -> str:
 @plain_errors
 def show_command(app: AppContext, message: int, owner: str, output: str) -> None:
     """Print one message: headers, parse notes and the text body."""
-    reader = app.reader
-    user = user_id(reader, owner)
-    try:
-        detail = message_detail(reader, user, message)
-    except SealedWithoutKeys:  # the bare file reader has no keys: through a session, which has
-        with app.existing_store.session() as session:
-            detail = message_detail(session, user, message)
+    user = user_id(app.reader, owner)
+    detail = _opened(app, lambda source: message_detail(source, user, message))
     if output == "json":
         echo_json(detail)
     else:
@@ -251,12 +260,7 @@ def explain_command(app: AppContext, message: int, owner: str) -> None:
     """Say which inbox tab a message is in and why (recomputed from stored data)."""
     from mailroom.categories.explaining import explain
 
-    reader = app.reader
-    user = user_id(reader, owner)
-    try:
-        why = explain(reader, user, message)
-    except SealedWithoutKeys:  # the bare file reader has no keys: through a session, which has
-        with app.existing_store.session() as session:
-            why = explain(session, user, message)
+    user = user_id(app.reader, owner)
+    why = _opened(app, lambda source: explain(source, user, message))
     for line in why.lines():
         click.echo(line)
