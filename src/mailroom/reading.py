@@ -56,7 +56,7 @@ def search_ids(
     they have some; without it only clear mail is searched.
     """
     reader = as_reader(source)
-    clause = match_clause(reader.dialect, query, blind)
+    clause = match_clause(reader.dialect, query, blind, user)
     if clause is None:
         return []
     condition, params = clause

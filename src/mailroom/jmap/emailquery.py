@@ -228,7 +228,9 @@ class EmailFilter:
         blind = blind_terms_for_words(
             self.session, self.user_id, blind_words_of(value), body_only=column == "body"
         )
-        clause = fulltext_clause(self.dialect, value, column, f"fts_{self._next_param()}", blind)
+        clause = fulltext_clause(
+            self.dialect, value, column, f"fts_{self._next_param()}", blind, self.user_id
+        )
         if clause is None:
             return true()
         sql, params = clause

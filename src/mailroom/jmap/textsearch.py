@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mailroom.store.search import BlindTerms, blind_query_words, either, query_terms
+from mailroom.store.search import BlindTerms, blind_query_words, either, pg_match, query_terms
 
 _TSQUERY_UNSAFE = re.compile(r"[^\w@.+-]")
 # The column of the FTS5 table and the tsvector weight of each searchable part.
@@ -99,31 +99,36 @@ def blind_words_of(value: str) -> list[str]:
 
 
 def fulltext_clause(
-    dialect: str, value: str, column: str | None, param: str, blind: BlindTerms | None = None
+    dialect: str,
+    value: str,
+    column: str | None,
+    param: str,
+    blind: BlindTerms | None = None,
+    owner: int | None = None,
 ) -> tuple[str, dict[str, str | int]] | None:
     """A SQL condition on ``messages.id`` for the tokens of ``value`` (None: no words).
 
     ``blind``: :func:`blind_words_of` hashed for the owner's sealed mail, OR-ed with the
     clear index (sealed mail matches phrases as all their words, in any order).
+    ``owner`` narrows PostgreSQL's index to that owner's entries (``store.search.pg_match``).
     """
-    return either(_clear_clause(dialect, value, column, param), blind, f"{param}_b")
+    return either(_clear_clause(dialect, value, column, param, owner), blind, f"{param}_b")
 
 
 def _clear_clause(
-    dialect: str, value: str, column: str | None, param: str
-) -> tuple[str, dict[str, str]] | None:
+    dialect: str, value: str, column: str | None, param: str, owner: int | None
+) -> tuple[str, dict[str, str | int]] | None:
     tokens = split_text(value)
     if dialect == "sqlite":
         expression = _fts5(tokens, column)
+        if expression is None:
+            return None
         sql = (
             f"messages.id IN (SELECT rowid FROM message_search WHERE message_search MATCH :{param})"
         )
-    else:
-        expression = _tsquery(tokens, column)
-        sql = (
-            "messages.id IN (SELECT message_id FROM message_search "
-            f"WHERE document @@ to_tsquery('simple', :{param}))"
-        )
+        return sql, {param: expression}
+    expression = _tsquery(tokens, column)
     if expression is None:
         return None
-    return sql, {param: expression}
+    sql, params = pg_match(param, owner, f"{param}_owner")
+    return sql, {param: expression, **params}

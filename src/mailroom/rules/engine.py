@@ -88,7 +88,7 @@ def condition_clauses(
         clauses.append(cast(Message.list_id, String).ilike(_like(conditions.list_id), escape="!"))
     if conditions.text:
         blind = blind_terms(session, owner, conditions.text) if owner is not None else None
-        found = match_clause(session.get_bind().dialect.name, conditions.text, blind)
+        found = match_clause(session.get_bind().dialect.name, conditions.text, blind, owner)
         if found is None:  # validation keeps this from happening; match nothing rather than all
             clauses.append(text("1 = 0"))
         else:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 # SQLAlchemy is imported where the index is written: the read commands use
 # match_clause only and must not pay for it (store.reader).
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from sqlalchemy.orm import Session
 
 BODY_LIMIT = 200_000  # characters of body indexed per message; the rest is rarely searched
@@ -100,12 +102,13 @@ def _index_clear(session: Session, documents: list[SearchDocument]) -> None:
             rows,
         )
     else:
-        session.execute(
+        session.execute(  # the owner from the message: one index serves one owner's queries
             text(
-                "INSERT INTO message_search (message_id, document) VALUES (:id, "
+                "INSERT INTO message_search (message_id, user_id, document) "
+                "SELECT id, user_id, "
                 "setweight(to_tsvector('simple', :subject), 'A') || "
                 "setweight(to_tsvector('simple', :participants), 'B') || "
-                "setweight(to_tsvector('simple', :body), 'C')) "
+                "setweight(to_tsvector('simple', :body), 'C') FROM messages WHERE id = :id "
                 "ON CONFLICT (message_id) DO UPDATE SET document = EXCLUDED.document"
             ),
             rows,
@@ -181,7 +184,9 @@ class BlindTerms:
 
 
 def either(
-    clear: tuple[str, dict[str, str]] | None, blind: BlindTerms | None, prefix: str = "blind"
+    clear: tuple[str, Mapping[str, str | int]] | None,
+    blind: BlindTerms | None,
+    prefix: str = "blind",
 ) -> tuple[str, dict[str, str | int]] | None:
     """The clear full-text condition OR-ed with the blind one (either may be missing)."""
     sealed = blind.clause(prefix) if blind is not None else None
@@ -193,18 +198,43 @@ def either(
 
 
 def match_clause(
-    dialect: str, query: str, blind: BlindTerms | None = None
+    dialect: str, query: str, blind: BlindTerms | None = None, owner: int | None = None
 ) -> tuple[str, dict[str, str | int]] | None:
     """A SQL condition on ``messages.id`` matching ``query``, or None for an empty query.
 
     Every word must occur (AND); the last word also matches as a prefix. With
     ``blind`` (the same query hashed for the owner, when they have sealed mail)
-    the blind index is searched too, OR-ed with the clear index.
+    the blind index is searched too, OR-ed with the clear index. ``owner``
+    narrows PostgreSQL's index to that owner's entries (:func:`pg_match`).
     """
-    return either(_clear_clause(dialect, query), blind)
+    return either(_clear_clause(dialect, query, owner), blind)
 
 
-def _clear_clause(dialect: str, query: str) -> tuple[str, dict[str, str]] | None:
+def pg_match(
+    tsquery_param: str, owner: int | None, owner_param: str
+) -> tuple[str, dict[str, str | int]]:
+    """PostgreSQL's condition on ``messages.id`` for a tsquery bound to ``tsquery_param``.
+
+    ``message_search`` there carries the owner, indexed with the document
+    (migration 0021): with ``owner`` the index reads that owner's matches only,
+    not the whole store's (the caller still filters ``messages.user_id``). The cast
+    matters: the driver binds a small id as ``smallint``, and btree_gin's ``bigint``
+    operator class does not take a cross-type equality, so the index would filter the
+    owner after the fact instead.
+    """
+    where = f"document @@ to_tsquery('simple', :{tsquery_param})"
+    if owner is None:
+        return f"messages.id IN (SELECT message_id FROM message_search WHERE {where})", {}
+    return (
+        "messages.id IN (SELECT message_id FROM message_search "
+        f"WHERE user_id = CAST(:{owner_param} AS BIGINT) AND {where})",
+        {owner_param: owner},
+    )
+
+
+def _clear_clause(
+    dialect: str, query: str, owner: int | None
+) -> tuple[str, dict[str, str | int]] | None:
     terms = query_terms(query)
     if not terms:
         return None
@@ -222,8 +252,5 @@ def _clear_clause(dialect: str, query: str) -> tuple[str, dict[str, str]] | None
     tsquery = " & ".join("'" + part + "'" for part in parts[:-1])
     last = "'" + parts[-1] + "':*"
     tsquery = f"{tsquery} & {last}" if tsquery else last
-    return (
-        "messages.id IN (SELECT message_id FROM message_search "
-        "WHERE document @@ to_tsquery('simple', :fts))",
-        {"fts": tsquery},
-    )
+    sql, params = pg_match("fts", owner, "search_owner")
+    return sql, {"fts": tsquery, **params}
