@@ -51,6 +51,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import delivery_epoch, header_block, rewrite_message_ids  # noqa: E402
+from jmap_query import NEWEST_FIRST, PROPERTIES  # noqa: E402  (bench/jmap_query.py)
+from jmap_query import request as jmap_request  # noqa: E402
 
 SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
 DATABASE = "mailroom_volume"
@@ -309,21 +311,8 @@ def build(messages: int, users: int, drop: bool) -> None:
 
 # --------------------------------------------------------------------- measuring
 
-PROPERTIES = [
-    "id",
-    "threadId",
-    "mailboxIds",
-    "keywords",
-    "from",
-    "subject",
-    "receivedAt",
-    "preview",
-    "hasAttachment",
-    "size",
-]
 PERCENTILES = ("p50", "p95", "p99", "max")
 USING = ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"]
-NEWEST_FIRST = [{"property": "receivedAt", "isAscending": False}]
 #: Search queries, with the share of corpus messages holding every word (subject or body).
 SEARCHES = {
     "common: the": "the",
@@ -338,21 +327,7 @@ SEARCHES = {
 
 def list_request(account: str, condition: dict[str, Any], total: bool = False) -> dict[str, Any]:
     """Email/query (newest first, one per thread, 50) + Email/get of the 50: the list view."""
-    query = {
-        "accountId": account,
-        "filter": condition,
-        "sort": NEWEST_FIRST,
-        "collapseThreads": True,
-        "position": 0,
-        "limit": 50,
-        "calculateTotal": total,
-    }
-    get = {
-        "accountId": account,
-        "#ids": {"resultOf": "q", "name": "Email/query", "path": "/ids"},
-        "properties": PROPERTIES,
-    }
-    return {"using": USING, "methodCalls": [["Email/query", query, "q"], ["Email/get", get, "g"]]}
+    return jmap_request(account, "", total, (condition, NEWEST_FIRST))
 
 
 def thread_request(account: str, thread: str) -> dict[str, Any]:

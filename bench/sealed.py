@@ -44,7 +44,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "bench" / ".work"
 sys.path.insert(0, str(ROOT / "bench"))
 
-from jmap_query import NEWEST_FIRST, PROPERTIES  # noqa: E402  (bench/jmap_query.py)
+from jmap_query import NEWEST_FIRST  # noqa: E402  (bench/jmap_query.py)
+from jmap_query import request as jmap_request  # noqa: E402
 
 from ingest import run_notmuch  # noqa: E402  (bench/ingest.py)
 
@@ -117,34 +118,8 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 def page_request(account: str, condition: dict[str, Any]) -> dict[str, Any]:
-    """Email/query (newest first, collapsed, 50) + Email/get of its ids."""
-    return {
-        "using": ["urn:ietf:params:jmap:core", "urn:ietf:params:jmap:mail"],
-        "methodCalls": [
-            [
-                "Email/query",
-                {
-                    "accountId": account,
-                    "filter": condition,
-                    "sort": NEWEST_FIRST,
-                    "collapseThreads": True,
-                    "position": 0,
-                    "limit": 50,
-                    "calculateTotal": True,
-                },
-                "q",
-            ],
-            [
-                "Email/get",
-                {
-                    "accountId": account,
-                    "#ids": {"resultOf": "q", "name": "Email/query", "path": "/ids"},
-                    "properties": PROPERTIES,
-                },
-                "g",
-            ],
-        ],
-    }
+    """Email/query (newest first, collapsed, 50, with the total) + Email/get of its ids."""
+    return jmap_request(account, "", True, (condition, NEWEST_FIRST))
 
 
 def latencies(db: Path, mode: str, key: bytes, rounds: int) -> dict[str, Any]:
