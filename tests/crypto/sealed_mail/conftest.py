@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from sqlalchemy import select
 
 from mailroom.crypto import MasterKeyWrapper
+from mailroom.crypto.fields import from_text, version_of
 from mailroom.crypto.sealing import MailSealing
 from mailroom.store.engine import Store
+from mailroom.store.models import Blob, Message, MessageBody
 from tests.factories import make_message
 
 BODY_PHRASE = "the sealed walrus recites poetry at dawn"
@@ -37,3 +40,15 @@ def sealed_store(store: Store, sealing: MailSealing) -> Store:
     """The test store (both kinds) sealing new mail."""
     store.sealing = sealing
     return store
+
+
+def key_versions(store: Store, owner: int) -> set[int]:
+    """The key versions of the owner's sealed body texts and raw messages."""
+    with store.session() as session:
+        texts = session.scalars(
+            select(MessageBody.text_body)
+            .join(Message, Message.id == MessageBody.message_id)
+            .where(Message.user_id == owner)
+        ).all()
+        blobs = session.scalars(select(Blob.data).where(Blob.user_id == owner)).all()
+    return {version_of(from_text(t)) for t in texts} | {version_of(bytes(b)) for b in blobs}

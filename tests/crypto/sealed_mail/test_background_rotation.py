@@ -25,7 +25,6 @@ from mailroom.cli.main import cli
 from mailroom.config import Settings
 from mailroom.crypto import MasterKeyWrapper
 from mailroom.crypto.datakeys import OwnerKeys
-from mailroom.crypto.fields import from_text, version_of
 from mailroom.crypto.mail_reading import bodies_of, raw_message
 from mailroom.crypto.owner_rotation import start_rotation
 from mailroom.crypto.sealing import MailSealing
@@ -34,8 +33,8 @@ from mailroom.jobs.runtime import Runtime
 from mailroom.rules.engine import condition_clauses
 from mailroom.rules.model import Conditions
 from mailroom.store.engine import Store
-from mailroom.store.models import Blob, KeyRotation, Message, MessageBody
-from tests.crypto.sealed_mail.conftest import BODY_PHRASE, sealed_message
+from mailroom.store.models import KeyRotation, Message
+from tests.crypto.sealed_mail.conftest import BODY_PHRASE, key_versions, sealed_message
 from tests.helpers import drain, ingest, make_account
 
 WORDS = ("albatross", "bandicoot", "cormorant", "dromedary", "echidna")
@@ -49,18 +48,6 @@ def _mail(store: Store, owner: str) -> tuple[int, list[int]]:
         for n, word in enumerate(WORDS)
     ]
     return account[0], ingest(store, account, raws).created_ids
-
-
-def _versions(store: Store, owner: int) -> set[int]:
-    """The key versions of the owner's sealed body texts and raw messages."""
-    with store.session() as session:
-        texts = session.scalars(
-            select(MessageBody.text_body)
-            .join(Message, Message.id == MessageBody.message_id)
-            .where(Message.user_id == owner)
-        ).all()
-        blobs = session.scalars(select(Blob.data).where(Blob.user_id == owner)).all()
-    return {version_of(from_text(t)) for t in texts} | {version_of(bytes(b)) for b in blobs}
 
 
 def _all_read_and_found(store: Store, owner: int, ids: list[int]) -> bool:
@@ -93,7 +80,7 @@ def _state(store: Store, rotation_id: int) -> str:
         return rotation.state
 
 
-def _key_versions(store: Store, owner: int) -> list[int]:
+def _keykey_versions(store: Store, owner: int) -> list[int]:
     assert store.sealing is not None
     with store.session() as session:
         return OwnerKeys(session, store.sealing.wrapper).versions(owner)
@@ -120,10 +107,10 @@ def test_the_job_reencrypts_in_batches_until_the_old_version_is_deleted(
     ran = drain(queue)  # each job runs one batch and queues the next
     assert ran > 3
     assert _state(sealed_store, rotation_id) == "done"
-    assert _versions(sealed_store, alice) == {2}
-    assert _key_versions(sealed_store, alice) == [2]  # the old version is deleted
+    assert key_versions(sealed_store, alice) == {2}
+    assert _keykey_versions(sealed_store, alice) == [2]  # the old version is deleted
     assert _all_read_and_found(sealed_store, alice, ids)
-    assert _versions(sealed_store, bob) == {1}  # another owner is untouched
+    assert key_versions(sealed_store, bob) == {1}  # another owner is untouched
     assert _all_read_and_found(sealed_store, bob, bob_ids)
     assert runtime.key_rotations.sweep() == []  # nothing running: nothing queued
 
@@ -140,13 +127,13 @@ def test_a_rotation_whose_job_was_dropped_is_requeued_by_the_duty_and_finishes(
     queue.execute(task)  # one batch, then the worker is killed and its queue emptied
     queue.flush()
     assert queue.pending_count() == 0
-    assert _versions(sealed_store, alice) == {1, 2}  # half-way: both versions stored ...
+    assert key_versions(sealed_store, alice) == {1, 2}  # half-way: both versions stored ...
     assert _all_read_and_found(sealed_store, alice, ids)  # ... and both open
     runtime.duties.tick(0.0)  # every duty is due at the first tick
     assert queue.pending_count() == 1
     assert drain(queue) > 1
     assert _state(sealed_store, rotation_id) == "done"
-    assert _versions(sealed_store, alice) == {2} and _key_versions(sealed_store, alice) == [2]
+    assert key_versions(sealed_store, alice) == {2} and _keykey_versions(sealed_store, alice) == [2]
     assert _all_read_and_found(sealed_store, alice, ids)
 
 
@@ -177,23 +164,32 @@ def test_a_job_without_the_key_waits_and_changes_nothing(
     assert runtime.key_rotations.run(rotation_id) is False
     assert runtime.queues[QUEUE].pending_count() == 0  # the duty asks again later
     sealed_store.sealing = sealing
-    assert _versions(sealed_store, alice) == {1} and _state(sealed_store, rotation_id) == "running"
+    assert key_versions(sealed_store, alice) == {1}
+    assert _state(sealed_store, rotation_id) == "running"
+
+
+def _for_the_cli(
+    store: Store, tmp_path: Path, redis_url: str = ""
+) -> tuple[int, list[int], dict[str, str], str]:
+    """``store`` sealing under a fresh master key, alice's sealed mail, and what a CLI run over
+    it needs: (alice, her message ids, the environment with that key, the store's URL)."""
+    key = os.urandom(32)
+    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
+    alice, ids = _mail(store, "alice")
+    env = {
+        "MAILROOM_DATA_DIR": str(tmp_path / "data"),
+        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
+        "MAILROOM_REDIS_URL": redis_url,
+    }
+    return alice, ids, env, store.engine.url.render_as_string(hide_password=False)
 
 
 def test_rotate_owner_queues_the_rotation_the_running_engine_finishes(
     store: Store, tmp_path: Path
 ) -> None:
     """The command returns at once; the engine's consumer re-encrypts; status shows both ends."""
-    key = os.urandom(32)
-    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
-    alice, ids = _mail(store, "alice")
+    alice, ids, env, url = _for_the_cli(store, tmp_path)
     data = tmp_path / "data"
-    env = {
-        "MAILROOM_DATA_DIR": str(data),
-        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
-        "MAILROOM_REDIS_URL": "",
-    }
-    url = store.engine.url.render_as_string(hide_password=False)
 
     def run(*args: str) -> str:
         result = CliRunner().invoke(cli, ["--database-url", url, "keys", *args], env=env)
@@ -204,7 +200,7 @@ def test_rotate_owner_queues_the_rotation_the_running_engine_finishes(
     assert "queued" in said and "mailroom keys status" in said
     status = run("status")
     assert "Rotation 1 of alice (v1 -> v2): running" in status and "pass 1" in status
-    assert _versions(store, alice) == {1}  # nothing re-encrypted by the command itself
+    assert key_versions(store, alice) == {1}  # nothing re-encrypted by the command itself
 
     engine = Runtime(store, Settings(data_dir=data))
     engine.start_consumers((QUEUE,))
@@ -215,7 +211,7 @@ def test_rotate_owner_queues_the_rotation_the_running_engine_finishes(
             time.sleep(0.05)
     finally:
         engine.stop()
-    assert _versions(store, alice) == {2} and _key_versions(store, alice) == [2]
+    assert key_versions(store, alice) == {2} and _keykey_versions(store, alice) == [2]
     assert _all_read_and_found(store, alice, ids)
     assert "No owner key rotation is running." in run("status")
     assert "Rotation 1 of alice (v1 -> v2): done at" in run("status", "--all")
@@ -251,16 +247,8 @@ def test_a_worker_killed_mid_rotation_is_continued_after_a_restart(
 ) -> None:
     """kill -9 of the worker between batches, its queue lost: the duty queues the rotation
     again and a new worker finishes it; the mail opens and is found throughout."""
-    key = os.urandom(32)
-    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
-    alice, ids = _mail(store, "alice")
+    alice, ids, env, url = _for_the_cli(store, tmp_path)
     data = tmp_path / "data"
-    env = {
-        "MAILROOM_DATA_DIR": str(data),
-        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
-        "MAILROOM_REDIS_URL": "",
-    }
-    url = store.engine.url.render_as_string(hide_password=False)
     said = CliRunner().invoke(
         cli, ["--database-url", url, "keys", "rotate-owner", "alice", "--batch", "1"], env=env
     )
@@ -288,7 +276,7 @@ def test_a_worker_killed_mid_rotation_is_continued_after_a_restart(
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
-    assert _versions(store, alice) == {2} and _key_versions(store, alice) == [2]
+    assert key_versions(store, alice) == {2} and _keykey_versions(store, alice) == [2]
     assert _all_read_and_found(store, alice, ids)
 
 
@@ -296,19 +284,11 @@ def test_rotate_owner_with_an_unreachable_queue_starts_and_says_so(
     store: Store, tmp_path: Path
 ) -> None:
     """The rotation is started all the same (the duty queues it); one plain sentence."""
-    key = os.urandom(32)
-    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
-    alice, _ = _mail(store, "alice")
-    env = {
-        "MAILROOM_DATA_DIR": str(tmp_path / "data"),
-        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
-        "MAILROOM_REDIS_URL": "redis://127.0.0.1:1/0",  # nothing listens there
-    }
-    url = store.engine.url.render_as_string(hide_password=False)
+    alice, _, env, url = _for_the_cli(store, tmp_path, "redis://127.0.0.1:1/0")  # nobody there
     said = CliRunner().invoke(
         cli, ["--database-url", url, "keys", "rotate-owner", "alice"], env=env
     )
     assert said.exit_code == 0 and "Traceback" not in said.output, said.output
     assert "Rotation 1 could not be queued (" in said.output
     assert "mailroom keys resume" in said.output
-    assert _state(store, 1) == "running" and _key_versions(store, alice) == [1, 2]
+    assert _state(store, 1) == "running" and _keykey_versions(store, alice) == [1, 2]

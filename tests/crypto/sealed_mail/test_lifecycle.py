@@ -5,14 +5,13 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from mailroom.crypto.datakeys import OwnerKeys
-from mailroom.crypto.fields import from_text, version_of
 from mailroom.crypto.mail_reading import bodies_of, raw_message
 from mailroom.crypto.owner_rotation import Rotator, start_rotation
 from mailroom.crypto.sealing import MailSealing
 from mailroom.crypto.shredding import delete_owner
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Message, MessageBody
-from tests.crypto.sealed_mail.conftest import BODY_PHRASE, sealed_message
+from tests.crypto.sealed_mail.conftest import BODY_PHRASE, key_versions, sealed_message
 from tests.helpers import ingest, make_account
 
 LATER_PHRASE = "written after sealing was switched off"
@@ -44,18 +43,6 @@ def test_switching_sealing_off_keeps_old_mail_readable_and_writes_new_mail_clear
     assert _reads(sealed_store, new, LATER_PHRASE)
 
 
-def _versions(store: Store, owner: int) -> set[int]:
-    """The key versions of the owner's sealed body texts and blobs."""
-    with store.session() as session:
-        texts = session.scalars(
-            select(MessageBody.text_body)
-            .join(Message, Message.id == MessageBody.message_id)
-            .where(Message.user_id == owner)
-        ).all()
-        blobs = session.scalars(select(Blob.data).where(Blob.user_id == owner)).all()
-    return {version_of(from_text(t)) for t in texts} | {version_of(bytes(b)) for b in blobs}
-
-
 def test_an_owner_key_rotation_reencrypts_bodies_and_blobs(
     sealed_store: Store, sealing: MailSealing
 ) -> None:
@@ -63,11 +50,11 @@ def test_an_owner_key_rotation_reencrypts_bodies_and_blobs(
     raws = [(str(n), sealed_message(f"m{n}@example.org", f"{BODY_PHRASE} {n}")) for n in range(3)]
     ids = ingest(sealed_store, account, raws).created_ids
     owner = account[0]
-    assert _versions(sealed_store, owner) == {1}
+    assert key_versions(sealed_store, owner) == {1}
     with sealed_store.session() as session:
         rotation_id = start_rotation(session, OwnerKeys(session, sealing.wrapper), owner).id
     Rotator(sealed_store, sealing.wrapper, batch=2).run(rotation_id)
-    assert _versions(sealed_store, owner) == {2}
+    assert key_versions(sealed_store, owner) == {2}
     with sealed_store.session() as session:
         assert OwnerKeys(session, sealing.wrapper).versions(owner) == [2]  # v1 is gone
         headers = bodies_of(session, ids)
