@@ -33,7 +33,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -51,7 +50,11 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import delivery_epoch, header_block, rewrite_message_ids  # noqa: E402
-from jmap_query import NEWEST_FIRST, PROPERTIES  # noqa: E402  (bench/jmap_query.py)
+from jmap_query import (  # noqa: E402  (bench/jmap_query.py)
+    NEWEST_FIRST,
+    PROPERTIES,
+    free_port,  # noqa: E402
+)
 from jmap_query import request as jmap_request  # noqa: E402
 
 SERVER = "postgresql+psycopg://postgres@127.0.0.1:5432"
@@ -396,9 +399,7 @@ def served(url: str) -> Iterator[str]:
     """``mailroom serve`` on the database in a child process; yields its base URL."""
     import httpx
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "MAILROOM_DATABASE_URL": url, "PYTHONPATH": str(ROOT / "src")}
     server = subprocess.Popen(
         [sys.executable, "-m", "mailroom", "serve", "--port", str(port)],
