@@ -90,6 +90,11 @@ def mail_cipher(session: Session) -> FieldCipher | None:
     return cipher
 
 
+def sealing_cipher(session: Session) -> FieldCipher | None:
+    """The cipher to seal mail written in this session with, or None when it stays clear."""
+    return mail_cipher(session) if seals_new_mail(session) else None
+
+
 def require_cipher(session: Session, what: str) -> FieldCipher:
     """:func:`mail_cipher`, or a ConfigError saying ``what`` needs the key that is missing."""
     cipher = mail_cipher(session)

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from mailroom.conversations.references import reference_chain
 from mailroom.conversations.subject import subject_key
 from mailroom.crypto.mail_writing import sealed_blob_key
-from mailroom.crypto.sealing import mail_cipher, seals_new_mail
+from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest.model import Batch, BatchResult, IncomingMessage, StoredMessage
 from mailroom.ingest.pipeline import run_pipeline
 from mailroom.mime import Address, ParsedMessage, parse_message
@@ -160,7 +160,7 @@ def store_batch(
     parsed_by_id: dict[str, tuple[IncomingMessage, ParsedMessage]] = {}
     digests: dict[str, str | None] = {}
     rows = []
-    cipher = mail_cipher(session) if seals_new_mail(session) else None
+    cipher = sealing_cipher(session)
     for item in unique:
         parsed = _parse(item, result)
         if parsed is None:

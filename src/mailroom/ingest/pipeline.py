@@ -39,7 +39,7 @@ from mailroom.categories.correspondents import (
 )
 from mailroom.conversations.subject import is_reply
 from mailroom.crypto.mail_writing import seal_blob_data, seal_body_row
-from mailroom.crypto.sealing import mail_cipher, seals_new_mail
+from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest.model import Batch
 from mailroom.mime import ParsedMessage
 from mailroom.store import changelog
@@ -85,7 +85,7 @@ class SanitizeStage:
             }
             for item in batch.messages
         ]
-        cipher = mail_cipher(batch.session) if seals_new_mail(batch.session) else None
+        cipher = sealing_cipher(batch.session)
         if cipher is not None:
             rows = [seal_body_row(cipher, batch.user_id, row) for row in rows]
         if rows:
@@ -108,7 +108,7 @@ class RawStage:
         for item in batch.messages:
             if item.raw_sha256 is not None and item.incoming.raw is not None:
                 blobs[item.raw_sha256] = item.incoming.raw
-        cipher = mail_cipher(batch.session) if seals_new_mail(batch.session) else None
+        cipher = sealing_cipher(batch.session)
         owner = batch.user_id if cipher is not None else None
         values = [
             {

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 
 from mailroom.config import Settings
 from mailroom.crypto.mail_writing import seal_blob_data, sealed_blob_key
-from mailroom.crypto.sealing import mail_cipher, seals_new_mail
+from mailroom.crypto.sealing import sealing_cipher
 from mailroom.errors import ConfigError, NotFoundError
 from mailroom.outbound.envelope import (
     OutboundError,
@@ -73,7 +73,7 @@ def _keep_bytes(session: Session, user_id: int, data: bytes) -> str:
     """Store the bytes to send (sealed under the sender's key when new mail is sealed); the key."""
     sha256 = hashlib.sha256(data).hexdigest()
     row = {"sha256": sha256, "size": len(data), "data": data, "created_at": utcnow()}
-    cipher = mail_cipher(session) if seals_new_mail(session) else None
+    cipher = sealing_cipher(session)
     if cipher is not None:
         key = sealed_blob_key(cipher, user_id, sha256)
         sealed = seal_blob_data(cipher, user_id, key, data)
