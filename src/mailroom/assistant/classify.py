@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from mailroom.assistant.base import Classifier, Verdict
 from mailroom.assistant.mail import load_mail
 from mailroom.assistant.release import release
+from mailroom.crypto.message_fields import sealed_updates
 from mailroom.store.engine import Store
 from mailroom.store.models import Message
 
@@ -57,6 +58,11 @@ def apply_verdict(
     values: dict[str, object] = {"assistant_at": now}
     if verdict is not None and usable(verdict):
         values |= {"assistant_category": verdict.tab, "assistant_reason": verdict.reason[:500]}
+    if "assistant_reason" in values:
+        owner = session.scalar(select(Message.user_id).where(Message.id == message_id))
+        if owner is not None:  # the reason quotes the mail: sealed with a sealed message
+            (values,) = sealed_updates(session, owner, [{"id": message_id, **values}])
+            del values["id"]
     claimed = session.execute(
         update(Message)
         .where(Message.id == message_id, Message.assistant_at.is_(None))

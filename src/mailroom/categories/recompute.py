@@ -31,6 +31,7 @@ from mailroom.categories.explaining import OwnerContext as OwnerContext  # re-ex
 from mailroom.categories.explaining import explain as explain  # re-exported
 from mailroom.categories.explaining import stored_facts as stored_facts  # re-exported
 from mailroom.conversations.refresh import refresh_categories
+from mailroom.crypto.message_fields import open_value, sealed_updates
 from mailroom.store import changelog
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Message, Thread
@@ -66,23 +67,28 @@ def recategorize(
     threads: set[int] = set()
     for chunk in in_chunks(ids):
         facts = stored_facts(session, user_id, chunk, context)
-        current = {
-            row.id: (row.category, row.category_stage, row.category_signal, row.thread_id)
-            for row in session.execute(
-                select(
-                    Message.id,
-                    Message.category,
-                    Message.category_stage,
-                    Message.category_signal,
-                    Message.thread_id,
-                ).where(Message.id.in_(chunk))
-            )
-        }
+        current = {}
+        sealed = {}
+        for row in session.execute(
+            select(
+                Message.id,
+                Message.category,
+                Message.category_stage,
+                Message.category_signal,
+                Message.thread_id,
+                Message.sealed,
+            ).where(Message.id.in_(chunk))
+        ):
+            current[row.id] = (row.category, row.category_stage, row.category_signal, row.thread_id)
+            sealed[row.id] = bool(row.sealed)
         rows: list[dict[str, object]] = []
         changed: list[int] = []
         for message_id, fact in facts.items():
             decision = categorize(fact)
             category, stage, signal, thread_id = current[message_id]
+            signal = open_value(
+                session, user_id, message_id, "category_signal", signal, sealed[message_id]
+            )
             new = (decision.category, decision.stage, decision.signal[:500])
             if new != (category, stage, signal):
                 rows.append(
@@ -97,7 +103,7 @@ def recategorize(
                 if thread_id is not None:
                     threads.add(thread_id)
         if rows:
-            session.execute(update(Message), rows)
+            session.execute(update(Message), sealed_updates(session, user_id, rows))
             changelog.record(session, user_id, "Email", changed, "updated")
             result.changed_messages += len(rows)
     if message_ids is None:

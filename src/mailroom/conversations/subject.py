@@ -27,6 +27,10 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mailroom.crypto.message_fields import LookupKeys
 
 REPLY_PREFIXES = ("re", "fwd", "fw", "aw", "wg", "antw", "sv", "vs", "res", "rif", "tr", "doorst")
 
@@ -98,11 +102,15 @@ def key_hash(normalized: str) -> str:
     return hashlib.sha1(normalized.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def subject_key(subject: str) -> str | None:
-    """The stored lookup key of a subject (SHA-1 hex of the normalized text); None if empty.
+def subject_key(subject: str, lookups: LookupKeys | None = None) -> str | None:
+    """The stored lookup key of a subject; None if empty.
 
+    SHA-1 hex of the normalized text, or, for an owner whose mail is sealed
+    (``lookups``), the owner's keyed hash of it (``crypto.message_fields``).
     The subject rescue finds candidates by equality on this indexed key
     instead of scanning subjects.
     """
     text = normalized_subject(subject)
-    return key_hash(text) if text else None
+    if not text:
+        return None
+    return key_hash(text) if lookups is None else lookups.stored_subject_key(text)

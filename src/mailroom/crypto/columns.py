@@ -8,7 +8,8 @@ form (``mrf1.`` + base64, :func:`~mailroom.crypto.fields.to_text`) or that
 text as a JSON string (a JSON column). Sealed mail (issue 19 item 2,
 :mod:`~mailroom.crypto.mail_writing`) registers its columns here: the
 bodies, header and attachment lists of ``message_bodies`` (owner through
-``messages``, sealed rows only) and ``blobs.data`` (row id: the blob's key).
+``messages``, sealed rows only), ``blobs.data`` (row id: the blob's key) and
+the mail columns of sealed ``messages`` rows (:mod:`~mailroom.crypto.message_fields`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mailroom.crypto.mail_writing import (
     BODY_JSON_COLUMNS,
     BODY_TEXT_COLUMNS,
 )
+from mailroom.crypto.message_fields import MESSAGES, SEALED_COLUMNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,4 +70,8 @@ ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = (
         for column in (*BODY_TEXT_COLUMNS, *BODY_JSON_COLUMNS)
     ),
     EncryptedColumn(BLOBS, BLOB_COLUMN, id_column="sha256"),
+    *(
+        EncryptedColumn(MESSAGES, column, text=True, sealed_where="sealed")
+        for column in SEALED_COLUMNS
+    ),
 )

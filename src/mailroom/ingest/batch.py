@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from mailroom.conversations.references import reference_chain
 from mailroom.conversations.subject import subject_key
 from mailroom.crypto.mail_writing import sealed_blob_key
+from mailroom.crypto.message_fields import PLACEHOLDERS, LookupKeys, seal_inserted
 from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest.model import Batch, BatchResult, IncomingMessage, StoredMessage
 from mailroom.ingest.pipeline import run_pipeline
@@ -83,7 +84,11 @@ def _participants(parsed: ParsedMessage) -> str:
 
 
 def _message_row(
-    parsed: ParsedMessage, item: IncomingMessage, account_id: int, user_id: int
+    parsed: ParsedMessage,
+    item: IncomingMessage,
+    account_id: int,
+    user_id: int,
+    lookups: LookupKeys,
 ) -> dict[str, Any]:
     sender = parsed.from_[0] if parsed.from_ else None
     received = _arrival_time(parsed, item)
@@ -97,9 +102,9 @@ def _message_row(
         "account_id": account_id,
         "provider_id": item.provider_id,
         "provider_thread_id": item.provider_thread_id,
-        "message_id_header": message_id,
+        "message_id_header": lookups.stored_id(message_id) if message_id else None,
         "subject": parsed.subject,
-        "subject_key": subject_key(parsed.subject),
+        "subject_key": subject_key(parsed.subject, lookups),
         "from_name": sender.name if sender else "",
         "from_email": sender.email if sender else "",
         "recipients": {
@@ -161,14 +166,19 @@ def store_batch(
     digests: dict[str, str | None] = {}
     rows = []
     cipher = sealing_cipher(session)
+    lookups = LookupKeys(session, user_id)
+    clear_columns: dict[str, dict[str, Any]] = {}  # sealed rows' mail columns, sealed once stored
     for item in unique:
         parsed = _parse(item, result)
         if parsed is None:
             continue
         parsed_by_id[item.provider_id] = (item, parsed)
-        row = _message_row(parsed, item, account_id, user_id)
-        if cipher is not None and row["raw_sha256"] is not None:
-            row["raw_sha256"] = sealed_blob_key(cipher, user_id, row["raw_sha256"])
+        row = _message_row(parsed, item, account_id, user_id, lookups)
+        if cipher is not None:
+            if row["raw_sha256"] is not None:
+                row["raw_sha256"] = sealed_blob_key(cipher, user_id, row["raw_sha256"])
+            clear_columns[item.provider_id] = {column: row[column] for column in PLACEHOLDERS}
+            row.update(PLACEHOLDERS, sealed=True)
         digests[item.provider_id] = row["raw_sha256"]
         rows.append(row)
     if not rows:
@@ -181,6 +191,8 @@ def store_batch(
         returning=["id", "provider_id"],
     )
     created = {row[1]: row[0] for row in inserted}
+    if clear_columns:
+        seal_inserted(session, user_id, {mid: clear_columns[pid] for pid, mid in created.items()})
     existing: dict[str, int] = {}
     missing = [pid for pid in parsed_by_id if pid not in created]
     if missing:
@@ -202,7 +214,8 @@ def store_batch(
             result.repaired += 1
         chain = reference_chain(parsed)  # filtered and capped, see conversations.references
         refs.extend(
-            {"message_id": message_id, "ref": ref, "position": pos} for pos, ref in enumerate(chain)
+            {"message_id": message_id, "ref": lookups.stored_id(ref), "position": pos}
+            for pos, ref in enumerate(chain)
         )
         documents.append(
             SearchDocument(message_id, parsed.subject, _participants(parsed), parsed.text_body)

@@ -39,6 +39,7 @@ from mailroom.categories.correspondents import (
 )
 from mailroom.conversations.subject import is_reply
 from mailroom.crypto.mail_writing import seal_blob_data, seal_body_row
+from mailroom.crypto.message_fields import sealed_updates
 from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest.model import Batch
 from mailroom.mime import ParsedMessage
@@ -210,7 +211,7 @@ class CategorizeStage:
                     "category_signal": decision.signal[:500],
                 }
             )
-        update_by_id(batch.session, Message, rows)
+        update_by_id(batch.session, Message, sealed_updates(batch.session, batch.user_id, rows))
 
 
 def facts_for(

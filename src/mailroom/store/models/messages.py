@@ -23,9 +23,10 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    event,
     text,
 )
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
 
@@ -87,6 +88,9 @@ class Message(Base):
     parse_notes: Mapped[list[str]] = mapped_column(JSON, default=list)
     thread_note: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    # The mail columns above are sealed values and the lookup columns keyed hashes
+    # (crypto.message_fields); a clear row from before stays as it was.
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
 
 
 class MessageBody(Base):
@@ -124,25 +128,6 @@ class Blob(Base):
     data: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     user_id: Mapped[int | None] = mapped_column(IdType, index=True)
-
-
-class SearchToken(Base):
-    """The blind search index: a keyed hash of one word of a sealed message.
-
-    On SQLite a ``WITHOUT ROWID`` table: the primary key is the table, one B-tree
-    fewer to write per row (see ``crypto.blind_index``).
-    """
-
-    __tablename__ = "search_tokens"
-    __table_args__ = {"sqlite_with_rowid": False}
-
-    user_id: Mapped[int] = mapped_column(
-        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
-    )
-    token: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    message_id: Mapped[int] = mapped_column(
-        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True, index=True
-    )
 
 
 class MessageLabel(Base):
@@ -203,3 +188,41 @@ class MessageLocation(Base):
     uidvalidity: Mapped[int | None] = mapped_column(BigInteger)
     uid: Mapped[int | None] = mapped_column(BigInteger)
     provider_ref: Mapped[str | None] = mapped_column(Text)
+
+
+# Sealed rows (crypto.message_fields) are opened as the ORM loads them and their changed
+# mail columns sealed again before a flush writes them: ORM readers never see ciphertext.
+@event.listens_for(Message, "load")
+def _open_on_load(target: Message, context: Any) -> None:
+    if target.__dict__.get("sealed"):
+        from mailroom.crypto.message_fields import open_loaded
+
+        open_loaded(target, context.session)
+
+
+@event.listens_for(Message, "refresh")
+def _open_on_refresh(target: Message, context: Any, attrs: Any) -> None:
+    if target.__dict__.get("sealed"):
+        from mailroom.crypto.message_fields import open_loaded
+
+        open_loaded(target, context.session, attrs)
+
+
+_RESEALED = "mailroom.resealed"
+
+
+@event.listens_for(Session, "before_flush")
+def _seal_before_flush(session: Session, _context: Any, _instances: Any) -> None:
+    changed = [o for o in session.dirty if isinstance(o, Message) and o.__dict__.get("sealed")]
+    if changed:
+        from mailroom.crypto.message_fields import seal_changes
+
+        session.info[_RESEALED] = seal_changes(session, changed)
+
+
+@event.listens_for(Session, "after_flush_postexec")
+def _clear_after_flush(session: Session, _context: Any) -> None:
+    from sqlalchemy.orm.attributes import set_committed_value
+
+    for message, column, clear in session.info.pop(_RESEALED, ()):
+        set_committed_value(message, column, clear)

@@ -1,0 +1,317 @@
+"""A message's own columns, sealed or clear, and the lookup keys that find them.
+
+When a session seals new mail (:func:`~mailroom.crypto.sealing.seals_new_mail`),
+a ``messages`` row says ``sealed`` and holds:
+
+* its **mail columns** (:data:`SEALED_COLUMNS`: subject, preview, sender name
+  and address, recipients, list id, and the category signal and assistant
+  reason that quote them) as sealed values, ``mrf1.`` text, bound to the
+  table, column, message id and owner. The row is inserted with empty
+  placeholders and the sealed values are written in the same transaction
+  once the id is known (:func:`seal_inserted`): the clear text never reaches
+  the database, not even its write-ahead log;
+* its **lookup columns** as the owner's keyed hashes (:class:`LookupKeys`):
+  ``message_id_header`` and ``message_refs.ref`` hold
+  ``lookup_hash("message-id", id)``, ``subject_key`` the first 40 hex digits
+  of ``lookup_hash("subject", normalized subject)``, so threading and
+  dedup still match by equality while nobody without the key can test a
+  guess.
+
+Readers never see ciphertext: an ORM ``Message`` is opened as it loads
+(:func:`open_loaded`, registered on the model), and code that selects
+columns opens them with :func:`open_value` / :func:`open_rows`. A clear row
+(written before sealing was switched on, or while it is off) passes through
+unchanged; so does a store opened without keys, until it meets a sealed row
+(one sentence, :class:`~mailroom.errors.SealedWithoutKeys`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import bindparam, update
+
+from mailroom.crypto.fields import FieldCipher, from_text, to_text
+from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
+from mailroom.errors import SealedWithoutKeys
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from mailroom.store.models import Message
+
+__all__ = [
+    "ID_KIND",
+    "JSON_COLUMNS",
+    "MESSAGES",
+    "PLACEHOLDERS",
+    "SEALED_COLUMNS",
+    "SUBJECT_KIND",
+    "TEXT_COLUMNS",
+    "LookupKeys",
+    "open_loaded",
+    "open_rows",
+    "open_value",
+    "seal_inserted",
+    "seal_value",
+    "sealed_updates",
+]
+
+MESSAGES = "messages"
+TEXT_COLUMNS = (
+    "subject",
+    "preview",
+    "from_name",
+    "from_email",
+    "list_id",
+    "category_signal",
+    "assistant_reason",
+)
+JSON_COLUMNS = ("recipients",)
+SEALED_COLUMNS = (*TEXT_COLUMNS, *JSON_COLUMNS)
+# What a sealed row holds in its mail columns between its insert and its sealed update.
+PLACEHOLDERS: Mapping[str, Any] = {
+    "subject": "",
+    "preview": "",
+    "from_name": "",
+    "from_email": "",
+    "recipients": {},
+    "list_id": None,
+}
+ID_KIND = "message-id"  # message_id_header and message_refs.ref
+SUBJECT_KIND = "subject"  # subject_key
+SUBJECT_KEY_CHARS = 40  # messages.subject_key is VARCHAR(40), as the SHA-1 it replaces
+_WHAT = "This message"
+
+
+def seal_value(
+    cipher: FieldCipher, owner: int, message_id: int, column: str, value: Any
+) -> str | None:
+    """One mail column's value sealed for the row ``message_id`` of ``owner`` (None stays None)."""
+    if value is None:
+        return None
+    plain = json.dumps(value, ensure_ascii=False) if column in JSON_COLUMNS else str(value)
+    return to_text(cipher.encrypt(owner, MESSAGES, column, message_id, plain))
+
+
+def _sealed_text(value: Any) -> str:
+    """The ``mrf1.`` text of a sealed value, also when a JSON column gave its JSON string."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if isinstance(value, str) and value.startswith('"'):
+        value = json.loads(value)
+    return value if isinstance(value, str) else ""
+
+
+def open_value(
+    session: Session | None, owner: int, message_id: int, column: str, value: Any, sealed: bool
+) -> Any:
+    """One mail column of one message as readers see it (opened when the row is sealed).
+
+    ``recipients`` gives its dictionary whichever way it was read (ORM, or raw SQL that
+    returns JSON text); ``session`` None (a reader without keys) reads clear rows only.
+    """
+    if not sealed or value is None:
+        if column in JSON_COLUMNS and isinstance(value, str | bytes):
+            return json.loads(value)
+        return value
+    if session is None:
+        raise SealedWithoutKeys(
+            f"{_WHAT} is sealed and this store was opened without its keys; read it through "
+            "mailroom with MAILROOM_MASTER_KEY_FILE set."
+        )
+    cipher = require_cipher(session, _WHAT)
+    plain = cipher.decrypt_text(owner, MESSAGES, column, message_id, from_text(_sealed_text(value)))
+    return json.loads(plain) if column in JSON_COLUMNS else plain
+
+
+def open_rows(
+    session: Session | None, rows: Iterable[Any], columns: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Rows carrying ``id``, ``user_id``, ``sealed`` and ``columns``, as dicts with them opened.
+
+    Every other attribute of a row is copied unchanged (a SQLAlchemy ``Row`` or a mapping).
+    """
+    opened: list[dict[str, Any]] = []
+    for row in rows:
+        values = dict(row._mapping) if hasattr(row, "_mapping") else dict(row)
+        if values.get("sealed"):
+            owner, message_id = int(values["user_id"]), int(values["id"])
+            for column in columns:
+                values[column] = open_value(
+                    session, owner, message_id, column, values.get(column), True
+                )
+        else:
+            for column in JSON_COLUMNS:
+                if column in columns and isinstance(values.get(column), str | bytes):
+                    values[column] = json.loads(values[column])
+        opened.append(values)
+    return opened
+
+
+def open_loaded(
+    message: Message, session: Session | None, attrs: Iterable[str] | None = None
+) -> None:
+    """Open a sealed ``Message`` just loaded (or ``attrs`` of it refreshed) by the ORM, in place.
+
+    The clear values become the loaded state (``set_committed_value``): nothing is
+    written back unless code changes them, and then :func:`seal_changes` seals them.
+    """
+    from sqlalchemy.orm.attributes import set_committed_value
+
+    loaded = message.__dict__
+    wanted = SEALED_COLUMNS if attrs is None else [c for c in attrs if c in SEALED_COLUMNS]
+    for column in wanted:
+        if column in loaded:
+            value = open_value(session, message.user_id, message.id, column, loaded[column], True)
+            set_committed_value(message, column, value)
+
+
+def seal_changes(session: Session, messages: Iterable[Message]) -> list[tuple[Message, str, Any]]:
+    """Seal the changed mail columns of sealed messages before a flush writes them.
+
+    Returns what was replaced, so the clear values can be put back after the flush.
+    """
+    from sqlalchemy import inspect
+
+    replaced: list[tuple[Message, str, Any]] = []
+    for message in messages:
+        if not message.sealed or message.id is None:
+            continue
+        state = inspect(message)
+        for column in SEALED_COLUMNS:
+            history = state.attrs[column].history
+            if not history.has_changes():
+                continue
+            clear = getattr(message, column)
+            cipher = require_cipher(session, _WHAT)
+            setattr(message, column, seal_value(cipher, message.user_id, message.id, column, clear))
+            replaced.append((message, column, clear))
+    return replaced
+
+
+def seal_inserted(
+    session: Session, owner: int, clear_values: Mapping[int, Mapping[str, Any]]
+) -> None:
+    """Write the sealed mail columns of rows just inserted with :data:`PLACEHOLDERS`.
+
+    ``clear_values``: message id → its clear mail columns. One UPDATE per row, in the
+    inserting transaction, so no reader ever sees a half-written sealed message.
+    """
+    from mailroom.store.models import Message
+
+    if not clear_values:
+        return
+    cipher = require_cipher(session, "New mail")
+    params = []
+    for message_id, values in clear_values.items():
+        row: dict[str, Any] = {"b_id": message_id}
+        for column in PLACEHOLDERS:
+            row[column] = seal_value(cipher, owner, message_id, column, values.get(column))
+        params.append(row)
+    statement = (
+        update(Message.__table__)  # type: ignore[arg-type]
+        .where(Message.__table__.c.id == bindparam("b_id"))
+        .values({column: bindparam(column) for column in PLACEHOLDERS})
+    )
+    session.connection().execute(statement, params)
+
+
+def sealed_updates(
+    session: Session, owner: int, rows: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Update rows (each with ``id``) of ``owner``'s messages, mail columns sealed where sealed.
+
+    For the writers that change a mail column after ingest (the category signal, the
+    assistant's reason) with a bulk UPDATE instead of through ORM objects.
+    """
+    from sqlalchemy import select
+
+    from mailroom.store.chunks import in_chunks
+    from mailroom.store.models import Message
+
+    ids = [int(row["id"]) for row in rows]
+    sealed: set[int] = set()
+    for chunk in in_chunks(ids):
+        sealed.update(
+            session.scalars(select(Message.id).where(Message.id.in_(chunk), Message.sealed))
+        )
+    if not sealed:
+        return [dict(row) for row in rows]
+    cipher = require_cipher(session, _WHAT)
+    out = []
+    for row in rows:
+        values = dict(row)
+        if values["id"] in sealed:
+            for column in SEALED_COLUMNS:
+                if column in values:
+                    values[column] = seal_value(
+                        cipher, owner, int(values["id"]), column, values[column]
+                    )
+        out.append(values)
+    return out
+
+
+class LookupKeys:
+    """How one owner's Message-IDs and subject keys are stored, and every form to look them up by.
+
+    Sealing: new rows store the keyed hash under the owner's newest key version. Look-ups
+    try the clear value too (mail written before sealing was switched on) and the hash
+    under every stored version (during an owner key rotation). Without sealing and
+    without keys, every form is the clear value itself.
+    """
+
+    def __init__(self, session: Session, owner: int) -> None:
+        self.owner = owner
+        self.seals = seals_new_mail(session)
+        self._cipher = mail_cipher(session)
+        has_keys = self._cipher is not None and (self.seals or self._cipher.keys.versions(owner))
+        self._looks_up = bool(has_keys)
+
+    def stored_id(self, message_id: str) -> str:
+        """The form a new row stores a Message-ID (or a reference) in."""
+        return self._stored(ID_KIND, message_id)
+
+    def stored_subject_key(self, normalized: str) -> str:
+        """The form a new row stores the key of a normalized subject in."""
+        from mailroom.conversations.subject import key_hash
+
+        if not self.seals:
+            return key_hash(normalized)
+        return self._stored(SUBJECT_KIND, normalized)[:SUBJECT_KEY_CHARS]
+
+    def id_forms(self, message_ids: Iterable[str]) -> dict[str, str]:
+        """Every stored form of these Message-IDs → the id it stands for."""
+        return self._forms(ID_KIND, message_ids)
+
+    def subject_forms(self, normalized: Iterable[str]) -> dict[str, str]:
+        """Every stored form of these normalized subjects' keys → the subject's clear key."""
+        from mailroom.conversations.subject import key_hash
+
+        forms: dict[str, str] = {}
+        for text in normalized:
+            clear = key_hash(text)
+            forms[clear] = clear
+            for hashed in self._hashes(SUBJECT_KIND, text):
+                forms[hashed[:SUBJECT_KEY_CHARS]] = clear
+        return forms
+
+    def _stored(self, kind: str, value: str) -> str:
+        if not self.seals or self._cipher is None:
+            return value
+        return self._cipher.lookup_hash(self.owner, kind, value)
+
+    def _hashes(self, kind: str, value: str) -> list[str]:
+        if not self._looks_up or self._cipher is None:
+            return []
+        return self._cipher.lookup_hashes(self.owner, kind, value)
+
+    def _forms(self, kind: str, values: Iterable[str]) -> dict[str, str]:
+        forms: dict[str, str] = {}
+        for value in values:
+            forms[value] = value
+            for hashed in self._hashes(kind, value):
+                forms[hashed] = value
+        return forms
