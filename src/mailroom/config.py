@@ -130,6 +130,9 @@ class Settings:
     # above) or ``keyfile`` (an operator's versioned key file, KMS style, at the path below).
     key_wrapper: str = "master"
     key_wrapper_file: Path | None = None
+    # A directory outside the data dir holding one secret per owner that every data key is
+    # also wrapped with (crypto.owner_secrets): deleting an owner then reaches old backups too.
+    owner_secrets_dir: Path | None = None
     # MAILROOM_ENCRYPT_MAIL=1: new mail is sealed under its owner's data key (crypto.sealing)
     encrypt_mail: int = 0
     allowed_private_hosts: str = ""

@@ -141,10 +141,11 @@ def _wrappers(
 ) -> tuple[list[KeyWrapper], KeyWrapper]:
     """What may have wrapped data keys so far, and what wraps them from now on."""
     from mailroom.crypto import MasterKeyWrapper, wrapper_from_settings
+    from mailroom.crypto.choice import with_owner_secrets
 
-    old: list[KeyWrapper] = [MasterKeyWrapper(old_key)]
+    old: list[KeyWrapper] = [with_owner_secrets(settings, MasterKeyWrapper(old_key))]
     if settings.key_wrapper.strip().lower() == "master":
-        return old, MasterKeyWrapper(new_key)
+        return old, with_owner_secrets(settings, MasterKeyWrapper(new_key))
     # A key file wraps data keys: its newest version re-wraps those of older versions (and
     # those the master key wrapped before the installation switched to the key file).
     wrapper = wrapper_from_settings(settings)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mailroom.config import Settings
 from mailroom.crypto.keyfile_wrapper import KeyFileWrapper
 from mailroom.crypto.master_wrapper import MasterKeyWrapper
+from mailroom.crypto.owner_secrets import OwnerSecretWrapper
 from mailroom.crypto.wrapping import KeyWrapper
 from mailroom.errors import ConfigError
 from mailroom.secrets import _inside, load_master_key
@@ -18,7 +19,28 @@ WRAPPERS = ("master", "keyfile")
 
 
 def wrapper_from_settings(settings: Settings) -> KeyWrapper:
-    """The configured key wrapper; ConfigError in one sentence when it is not usable."""
+    """The configured key wrapper; ConfigError in one sentence when it is not usable.
+
+    With ``MAILROOM_OWNER_SECRETS_DIR`` set, it is wrapped in turn by the owners'
+    secrets (:mod:`mailroom.crypto.owner_secrets`).
+    """
+    return with_owner_secrets(settings, _inner_wrapper(settings))
+
+
+def with_owner_secrets(settings: Settings, wrapper: KeyWrapper) -> KeyWrapper:
+    """``wrapper``, also sealing each data key under its owner's secret when so configured."""
+    directory = settings.owner_secrets_dir
+    if directory is None:
+        return wrapper
+    if _inside(directory, settings.data_dir):
+        raise ConfigError(
+            f"The owner secrets directory {directory} lies inside the data dir "
+            f"{settings.data_dir}; move it elsewhere, or a backup of the data would carry it."
+        )
+    return OwnerSecretWrapper(wrapper, directory.expanduser())
+
+
+def _inner_wrapper(settings: Settings) -> KeyWrapper:
     kind = settings.key_wrapper.strip().lower()
     if kind == "master":
         return MasterKeyWrapper(load_master_key(settings))
