@@ -29,16 +29,32 @@ import json
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
-from sqlalchemy import ColumnElement, String, Text, TextClause, cast, or_, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    Text,
+    TextClause,
+    and_,
+    cast,
+    not_,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Session
 
+from mailroom.categories.sealed_rows import id_in
 from mailroom.crypto.blind_index import blind_terms
+from mailroom.crypto.message_fields import open_rows
 from mailroom.errors import RuleError
 from mailroom.labels.operations import Operations
 from mailroom.labels.resolver import resolve_path
 from mailroom.rules.authentication import sender_authenticated
 from mailroom.rules.model import Conditions, RuleSpec, parse_rule
+from mailroom.rules.sealed import SealedRuleRows
 from mailroom.store import changelog
 from mailroom.store.headers import stored_headers
 from mailroom.store.models import Account, Message, Rule
@@ -58,12 +74,18 @@ def _json_like(value: str) -> str:
 
 
 def condition_clauses(
-    session: Session, conditions: Conditions, owner: int | None = None
+    session: Session,
+    conditions: Conditions,
+    owner: int | None = None,
+    sealed: SealedRuleRows | None = None,
 ) -> list[ColumnElement[bool] | TextClause]:
     """The SQL conditions on ``messages`` of a rule's conditions (all must hold).
 
     ``owner``: whose messages are matched, so that a text condition searches their
-    sealed mail too (the blind index); without it only clear mail is searched.
+    sealed mail too (the blind index) and the from / to / subject / list id conditions
+    match their sealed rows (opened in Python, ``rules.sealed``; ``sealed`` gives the
+    rows a batch looks at, opened once for all its rules); without it only clear mail
+    is matched.
     """
     clauses: list[ColumnElement[bool] | TextClause] = []
     if conditions.from_:
@@ -86,6 +108,16 @@ def condition_clauses(
         clauses.append(Message.subject.ilike(_like(conditions.subject), escape="!"))
     if conditions.list_id:
         clauses.append(cast(Message.list_id, String).ilike(_like(conditions.list_id), escape="!"))
+    if owner is not None and clauses:
+        sealed = sealed or SealedRuleRows(session, owner)
+        if sealed.any():  # clear rows by SQL, sealed rows by their opened columns
+            narrowing = (  # fewer rows to open when the whole mailbox is looked at
+                condition_clauses(session, Conditions(text=conditions.text), owner)
+                if conditions.text and sealed.candidates is None
+                else []
+            )
+            opened = sealed.matching(conditions, narrowing)
+            clauses = [or_(and_(not_(Message.sealed), *clauses), id_in(opened))]
     if conditions.text:
         blind = blind_terms(session, owner, conditions.text) if owner is not None else None
         found = match_clause(session.get_bind().dialect.name, conditions.text, blind, owner)
@@ -98,9 +130,14 @@ def condition_clauses(
 
 
 def matching(
-    session: Session, user_id: int, spec: RuleSpec, message_ids: Collection[int]
+    session: Session,
+    user_id: int,
+    spec: RuleSpec,
+    message_ids: Collection[int],
+    sealed: SealedRuleRows | None = None,
 ) -> list[tuple[int, int | None]]:
-    """(message id, thread id) of the given messages the rule matches — one query."""
+    """(message id, thread id) of the given messages the rule matches — one query
+    (and, when some of them are sealed, the query opening them: ``sealed``)."""
     if not message_ids:
         return []
     query = (
@@ -108,7 +145,12 @@ def matching(
         .where(
             Message.user_id + 0 == user_id,  # the id index, not a scan of the user's mail
             Message.id.in_(sorted(message_ids)),
-            *condition_clauses(session, spec.conditions, user_id),
+            *condition_clauses(
+                session,
+                spec.conditions,
+                user_id,
+                sealed or SealedRuleRows(session, user_id, message_ids),
+            ),
         )
         .order_by(Message.id)
     )
@@ -152,10 +194,13 @@ def apply_rules(
     if not rules:
         return outcome
     operations = Operations(session, user_id)
+    sealed = SealedRuleRows(session, user_id, message_ids)  # opened once for every rule
     for rule_id, spec in rules:
         try:
             with session.begin_nested():
-                _apply_one(session, user_id, operations, rule_id, spec, message_ids, outcome)
+                _apply_one(
+                    session, user_id, operations, (rule_id, spec), message_ids, outcome, sealed
+                )
         except Exception:  # one broken rule must cost only itself, never the batch
             log.exception("Rule %s of user %s failed on a batch", rule_id, user_id)
     return outcome
@@ -165,12 +210,13 @@ def _apply_one(
     session: Session,
     user_id: int,
     operations: Operations,
-    rule_id: int,
-    spec: RuleSpec,
+    rule: tuple[int, RuleSpec],
     message_ids: Sequence[int],
     outcome: RulesOutcome,
+    sealed: SealedRuleRows,
 ) -> None:
-    matched = matching(session, user_id, spec, message_ids)
+    rule_id, spec = rule
+    matched = matching(session, user_id, spec, message_ids, sealed)
     if not matched:
         return
     outcome.matched[rule_id] = [m for m, _ in matched]
@@ -202,9 +248,11 @@ def file_into_category(
     session: Session, user_id: int, message_ids: Sequence[int], category: str
 ) -> tuple[list[int], list[int]]:
     """Set ``rule_category`` on messages whose sender authenticated; returns (filed, refused)."""
-    rows = session.execute(
+    selected = session.execute(
         select(
             Message.id,
+            Message.user_id,
+            Message.sealed,
             Message.from_email,
             Message.rule_category,
             Account.provider,
@@ -213,6 +261,7 @@ def file_into_category(
         .join(Account, Account.id == Message.account_id)
         .where(Message.id.in_(message_ids), Message.user_id + 0 == user_id)
     ).all()
+    rows = [SimpleNamespace(**row) for row in open_rows(session, selected, ["from_email"])]
     headers = stored_headers(session, message_ids)
     filed: list[int] = []
     refused: list[int] = []

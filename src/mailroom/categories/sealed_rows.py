@@ -1,0 +1,96 @@
+"""An owner's sealed ``messages`` rows matched in Python, where SQL cannot see their columns.
+
+A sealed row's mail columns (``crypto.message_fields``) are ciphertext: ``from_email
+IN (...)``, ``subject ILIKE ...`` never match them. The readers that match on those
+columns (rules, correspondents, the offline assistant's training set) keep their SQL
+for clear rows (``NOT messages.sealed AND <condition>``) and, only when the owner has
+sealed rows, open those rows' columns here, narrowed in SQL by everything else first,
+match them in Python and give the matching ids back to SQL (``messages.id IN (...)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, Integer, TextClause, bindparam, select
+from sqlalchemy.orm import Session
+
+from mailroom.crypto.message_fields import open_rows
+from mailroom.store.chunks import in_chunks
+from mailroom.store.models import Message
+
+__all__ = ["has_sealed", "id_in", "sealed_matching", "sealed_rows"]
+
+Where = ColumnElement[bool] | TextClause
+
+
+def has_sealed(session: Session, owner: int, candidates: Collection[int] | None = None) -> bool:
+    """Whether the owner has a sealed message (among ``candidates`` when given): one query."""
+    if candidates is not None:
+        return any(
+            session.scalar(
+                select(Message.id)
+                .where(Message.user_id + 0 == owner, Message.sealed, Message.id.in_(chunk))
+                .limit(1)
+            )
+            is not None
+            for chunk in in_chunks(sorted(candidates))
+        )
+    return (
+        session.scalar(select(Message.id).where(Message.user_id == owner, Message.sealed).limit(1))
+        is not None
+    )
+
+
+def sealed_rows(
+    session: Session,
+    owner: int,
+    columns: Sequence[str],
+    *,
+    candidates: Collection[int] | None = None,
+    where: Iterable[Where] = (),
+) -> list[dict[str, Any]]:
+    """The owner's sealed rows (among ``candidates``, meeting ``where``), ``columns`` opened.
+
+    Each row is a dict with ``id``, ``user_id``, ``sealed`` and the columns.
+    """
+    selected = [Message.id, Message.user_id, Message.sealed]
+    selected += [getattr(Message, column) for column in columns]
+    conditions = [Message.user_id == owner, Message.sealed, *where]
+    if candidates is None:
+        return open_rows(session, session.execute(select(*selected).where(*conditions)), columns)
+    opened: list[dict[str, Any]] = []
+    for chunk in in_chunks(sorted(set(candidates))):
+        rows = session.execute(select(*selected).where(*conditions, Message.id.in_(chunk)))
+        opened += open_rows(session, rows, columns)
+    return opened
+
+
+def sealed_matching(
+    session: Session,
+    owner: int,
+    columns: Sequence[str],
+    keep: Callable[[dict[str, Any]], bool],
+    *,
+    candidates: Collection[int] | None = None,
+    where: Iterable[Where] = (),
+) -> list[int]:
+    """Ids of the owner's sealed rows whose opened ``columns`` ``keep`` accepts (sorted)."""
+    rows = sealed_rows(session, owner, columns, candidates=candidates, where=where)
+    return sorted(int(row["id"]) for row in rows if keep(row))
+
+
+def id_in(ids: Collection[int]) -> ColumnElement[bool]:
+    """``messages.id IN (ids)`` with the ids written into the SQL: no bound-parameter limit,
+    however many sealed rows matched."""
+    return Message.id.in_(
+        bindparam(
+            "sealed_ids",
+            sorted(ids),
+            type_=Integer,
+            expanding=True,
+            literal_execute=True,
+            unique=True,
+        )
+    )
