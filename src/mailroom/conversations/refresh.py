@@ -4,7 +4,9 @@
 fields here are derived after each batch: last-message time and category
 from the newest message (unless the owner pinned the category; a message held
 for the assistant's verdict does not count), subject from the oldest message
-(the one the others reply to).
+(the one the others reply to). A sealed message's subject is never copied
+(``crypto.message_fields``): the thread's subject is then ``''`` and readers
+show the oldest message's opened subject instead.
 
 A message's tab is its rule category when a rule of the owner filed it
 (``messages.rule_category``, never touched by recomputation), else its
@@ -39,7 +41,8 @@ _REFRESH = text(
     f"""
     UPDATE threads SET
       last_message_at = (SELECT max(m.received_at) FROM messages m WHERE m.thread_id = threads.id),
-      subject = COALESCE((SELECT m.subject FROM messages m WHERE m.thread_id = threads.id
+      subject = COALESCE((SELECT CASE WHEN m.sealed THEN '' ELSE m.subject END
+                          FROM messages m WHERE m.thread_id = threads.id
                           ORDER BY m.received_at, m.id LIMIT 1), subject),
       category = CASE WHEN category_pinned THEN category ELSE {_NEWEST_TAB} END
     WHERE id = :id

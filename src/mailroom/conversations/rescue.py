@@ -42,13 +42,23 @@ Lookups: anchors, and the eligible messages a batch's messages may anchor, are
 found for the whole batch at once by the indexed subject key
 (``conversations.subject.key_hash``) within one time span covering the
 batch's 30-day windows; the exact rule is then checked in Python.
+
+Sealed mail (``crypto.message_fields``): a sealed row's subject, sender and
+recipients are opened after loading (``open_rows``); the reply-like pattern
+that narrows the eligible lookups in SQL is only applied to clear rows, sealed
+rows pass and are checked in Python (their subjects are split anyway).
+Subject keys are looked up under every stored form
+(``LookupKeys.subject_forms``), and Message-IDs and references, which may be
+stored clear, or hashed under one key version or another, are compared by the
+id they stand for: the batch's forms (handed in by the threading stage), and
+the hashes of every clear id the rescue reads.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -58,10 +68,14 @@ from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
 from mailroom.conversations.subject import REPLY_PREFIXES, key_hash, split_subject
+from mailroom.crypto.message_fields import LookupKeys, open_rows
+from mailroom.crypto.sealing import mail_cipher
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Message, MessageRef
 
 log = logging.getLogger(__name__)
+
+_Query = Select[*tuple[Any, ...]]  # a statement of any columns
 
 SUBJECT_WINDOW = timedelta(days=30)
 # Subjects a reply can start with (prefix or list tag) or end with ("(fwd)"); checked exactly later.
@@ -109,15 +123,19 @@ class RescueOutcome:
     seeds: set[int] = field(default_factory=set)
 
 
-_REPLY_LIKE_CLAUSE = or_(*(Message.subject.ilike(pattern) for pattern in _REPLY_LIKE))
+# Sealed rows' subjects are ciphertext: they pass, and Python checks them once opened.
+_REPLY_LIKE_CLAUSE = or_(Message.sealed, *(Message.subject.ilike(p) for p in _REPLY_LIKE))
+_OPENED = ("subject", "from_email", "recipients")
 _NO_REFS = not_(exists().where(MessageRef.message_id == Message.id))
 
 # The statements are built once with bound parameters (lists expand), so SQLAlchemy
 # compiles each once and reuses it: building them anew cost more than running them.
 # ``user_id + 0`` keeps SQLite from scanning the user's messages through the
 # (user_id, received_at) index instead of the selective one (id, thread, subject key).
-_FACTS = select(
+_FACTS: _Query = select(
     Message.id,
+    Message.user_id,
+    Message.sealed,
     Message.thread_id,
     Message.account_id,
     Message.message_id_header,
@@ -138,7 +156,9 @@ _FACTS_NEAR = _FACTS.where(
 _ELIGIBLE_NEAR = _FACTS_NEAR.where(
     Message.provider_thread_id.is_(None), _NO_REFS, _REPLY_LIKE_CLAUSE
 )
-_ELIGIBLE_SUBJECTS_OF_THREADS = select(Message.thread_id, Message.subject).where(
+_ELIGIBLE_SUBJECTS_OF_THREADS = select(
+    Message.thread_id, Message.subject, Message.id, Message.user_id, Message.sealed
+).where(
     Message.thread_id.in_(bindparam("ids", expanding=True)),
     Message.provider_thread_id.is_(None),
     _NO_REFS,
@@ -147,6 +167,14 @@ _ELIGIBLE_SUBJECTS_OF_THREADS = select(Message.thread_id, Message.subject).where
 _REFS = select(MessageRef.message_id, MessageRef.ref).where(
     MessageRef.message_id.in_(bindparam("ids", expanding=True))
 )
+
+
+def _opened(session: Session, rows: Iterable[Any]) -> Sequence[Mapping[str, Any]]:
+    """Rows as mappings, sealed rows' subject, sender and recipients opened."""
+    mappings = [row._mapping for row in rows]
+    if not any(row["sealed"] for row in mappings):
+        return mappings
+    return open_rows(session, mappings, _OPENED)
 
 
 def _eligible_subject(subject: str | None) -> bool:
@@ -203,33 +231,43 @@ class _UnionFind:
 class SubjectRescue:
     """Runs stage 3 for one batch of one user (see the module docstring)."""
 
-    def __init__(self, session: Session, user_id: int, owner_addresses: Collection[str]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        user_id: int,
+        owner_addresses: Collection[str],
+        forms: Mapping[str, str] | None = None,
+    ) -> None:
         self.session = session
         self.user_id = user_id
         self.owner = frozenset(address.lower() for address in owner_addresses)
         self.merger = ThreadMerger(session, user_id)
         self._anchor_cache: dict[int, list[Facts]] = {}
         self._thread_cache: dict[int, list[Facts]] = {}  # read before ``run`` writes anything
+        # Sealed mail: the owner's lookup keys (None without keys: stored forms are the
+        # values), and stored form of a Message-ID → the id it stands for.
+        self.lookups = LookupKeys(session, user_id) if mail_cipher(session) is not None else None
+        self.forms: dict[str, str] = dict(forms or {})
 
     # -- loading -----------------------------------------------------------
 
-    def _facts(self, statement: Select[Any], **params: Any) -> list[Facts]:
+    def _facts(self, statement: _Query, **params: Any) -> list[Facts]:
         found = []
         # On the Core connection: the rows are plain tuples, and the ORM's result
         # processing cost more than the query (``run`` flushes the session first).
         rows = self.session.connection().execute(statement, {"user": self.user_id, **params})
-        for row in rows:
-            reply, core = split_subject(row.subject or "")
+        for row in _opened(self.session, rows):
+            reply, core = split_subject(row["subject"] or "")
             found.append(
                 Facts(
-                    id=row.id,
-                    thread_id=row.thread_id,
-                    account_id=row.account_id,
-                    message_id_header=row.message_id_header,
-                    provider_thread_id=row.provider_thread_id,
-                    received_at=row.received_at,
-                    participants=_participants(row.from_email, row.recipients, self.owner),
-                    has_refs=bool(row.has_refs),
+                    id=row["id"],
+                    thread_id=row["thread_id"],
+                    account_id=row["account_id"],
+                    message_id_header=row["message_id_header"],
+                    provider_thread_id=row["provider_thread_id"],
+                    received_at=row["received_at"],
+                    participants=_participants(row["from_email"], row["recipients"], self.owner),
+                    has_refs=bool(row["has_refs"]),
                     reply=reply,
                     core=core,
                     key=core.casefold(),
@@ -237,7 +275,7 @@ class SubjectRescue:
             )
         return found
 
-    def _facts_by(self, statement: Select[Any], ids: Iterable[int]) -> list[Facts]:
+    def _facts_by(self, statement: _Query, ids: Iterable[int]) -> list[Facts]:
         ordered = sorted(set(ids))
         found: list[Facts] = []
         for chunk in in_chunks(ordered):
@@ -261,6 +299,30 @@ class SubjectRescue:
             for message_id, ref in self.session.connection().execute(_REFS, {"ids": chunk}):
                 refs[message_id].append(ref)
         return refs
+
+    def _same_ids(self, everything: list[Facts], refs: dict[int, list[str]]) -> None:
+        """Store every Message-ID and reference as the id it stands for (sealed mail).
+
+        Stored forms differ for one id (clear in a row from before sealing, hashed
+        under one key version or another): the batch's forms are known, and every
+        stored value that may be a clear id is hashed under every version, so a hash
+        of it stored elsewhere is recognised.
+        """
+        assert self.lookups is not None
+        stored = {f.message_id_header for f in everything if f.message_id_header}
+        stored.update(ref for names in refs.values() for ref in names)
+        for form, clear in self.lookups.id_forms(stored - self.forms.keys()).items():
+            if form in stored:
+                self.forms.setdefault(form, clear)
+        if not self.forms:
+            return
+        for facts in everything:
+            if facts.message_id_header:
+                facts.message_id_header = self.forms.get(
+                    facts.message_id_header, facts.message_id_header
+                )
+        for names in refs.values():
+            names[:] = [self.forms.get(name, name) for name in names]
 
     # -- the rule ----------------------------------------------------------
 
@@ -298,9 +360,7 @@ class SubjectRescue:
                 if self.is_anchor(reply, other):
                     self._anchor_cache[reply.id].append(other)
 
-    def _near(
-        self, by_key: dict[str, list[Facts]], statement: Select[Any] = _FACTS_NEAR
-    ) -> list[Facts]:
+    def _near(self, by_key: dict[str, list[Facts]], statement: _Query = _FACTS_NEAR) -> list[Facts]:
         """Stored messages with one of the subject keys, received in the window of the messages.
 
         One time span covers every message (the exact window is checked by the caller):
@@ -308,7 +368,10 @@ class SubjectRescue:
         """
         times = [f.received_at for group in by_key.values() for f in group]
         low, high = min(times) - SUBJECT_WINDOW, max(times) + SUBJECT_WINDOW
-        keys = sorted(key_hash(key) for key in by_key)
+        if self.lookups is None:
+            keys = sorted(key_hash(key) for key in by_key)
+        else:  # clear, and hashed under every key version
+            keys = sorted(self.lookups.subject_forms(by_key))
         found: list[Facts] = []
         for chunk in in_chunks(keys):
             found += self._facts(statement, keys=chunk, low=low, high=high)
@@ -347,7 +410,11 @@ class SubjectRescue:
                 rows = self.session.connection().execute(
                     _ELIGIBLE_SUBJECTS_OF_THREADS, {"ids": chunk}
                 )
-                scan |= {t for t, subject in rows if t is not None and _eligible_subject(subject)}
+                scan |= {
+                    row["thread_id"]
+                    for row in _opened(self.session, rows)
+                    if row["thread_id"] is not None and _eligible_subject(row["subject"])
+                }
         for facts in self._threads(scan):
             if facts.eligible:
                 seeds[facts.id] = facts
@@ -368,6 +435,8 @@ class SubjectRescue:
         context_facts = self._threads(context)
         everything = [*region_facts, *context_facts]
         refs = self._refs([f.id for f in everything])
+        if self.lookups is not None:
+            self._same_ids(everything, refs)
 
         components = _UnionFind()
         for facts in everything:

@@ -28,18 +28,31 @@ batch see earlier ones.
 
 ``assign`` must be idempotent per message: threading a message twice leaves
 it where it is.
+
+Sealed mail (``crypto.message_fields``): Message-IDs and references are
+stored as the owner's keyed hashes under the newest key version, while older
+rows may hold the clear id (stored before sealing was switched on) or a hash
+under an older version (an owner key rotation under way). The caller hands
+the threader ``forms``: every stored form of the batch's ids → the clear id
+(``LookupKeys.id_forms``). Names are then compared by their clear id,
+looked up under every form, and what is found is mapped back. Without
+``forms`` (no keys: every form is the id itself) nothing of this runs.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy import TextClause, bindparam, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
+from mailroom.conversations.references import reference_chain
+from mailroom.mime import ParsedMessage
 from mailroom.store.chunks import in_chunks
+from mailroom.store.keys import id_key
 from mailroom.store.models import Message, Thread, utcnow
 
 PROVIDER_MAP_LIMIT = 500
@@ -66,6 +79,28 @@ _NAMING = text(
     "WHERE r.ref IN :names AND m.user_id + 0 = :user AND m.thread_id IS NOT NULL "
     "AND m.id != :exclude"
 ).bindparams(bindparam("names", expanding=True))
+
+
+def id_forms_of(
+    session: Session, user_id: int, messages: Iterable[ParsedMessage]
+) -> dict[str, str] | None:
+    """Every stored form of these messages' Message-IDs and references → the id (sealed mail).
+
+    None when the store has no keys or every form is the id itself: threading then
+    compares stored values as they are, at no extra cost.
+    """
+    from mailroom.crypto.message_fields import LookupKeys
+    from mailroom.crypto.sealing import mail_cipher
+
+    if mail_cipher(session) is None:
+        return None
+    ids: set[str] = set()
+    for parsed in messages:
+        if parsed.message_id:
+            ids.add(id_key(parsed.message_id))
+        ids.update(reference_chain(parsed))
+    forms = LookupKeys(session, user_id).id_forms(ids)
+    return None if all(form == clear for form, clear in forms.items()) else forms
 
 
 @dataclass
@@ -122,11 +157,34 @@ class ProviderThreadMap:
 class Threader:
     """Assigns messages of one user to threads (stages 1, 2 and 4); idempotent per message."""
 
-    def __init__(self, session: Session, user_id: int) -> None:
+    def __init__(
+        self, session: Session, user_id: int, forms: Mapping[str, str] | None = None
+    ) -> None:
         self.session = session
         self.user_id = user_id
         self.merger = ThreadMerger(session, user_id)
         self.provider_map = ProviderThreadMap()
+        # Every stored form of the batch's ids → the clear id (sealed mail; see module doc).
+        self.forms: Mapping[str, str] = forms or {}
+        self._by_clear: dict[str, list[str]] = {}
+        for form, clear in self.forms.items():
+            self._by_clear.setdefault(clear, []).append(form)
+
+    def clear_name(self, stored: str) -> str:
+        """The id a stored name stands for (itself when the batch gave no other form of it)."""
+        return self.forms.get(stored, stored)
+
+    def all_forms(self, names: Iterable[str]) -> list[str]:
+        """Every stored form of these names, to look them up by (sorted, no repeats)."""
+        if not self.forms:
+            return sorted(set(names))
+        found: set[str] = set()
+        for name in names:
+            clear = self.clear_name(name)
+            found.add(name)
+            found.add(clear)
+            found.update(self._by_clear.get(clear, ()))
+        return sorted(found)
 
     def assign(self, message_id: int) -> ThreadOutcome:
         """Put the message into its conversation, merging conversations it connects."""
@@ -151,6 +209,8 @@ class Threader:
             candidates |= found
         names = [*refs, message.message_id_header] if message.message_id_header else refs
         if names:
+            if self.forms:
+                names = self.all_forms(names)
             found = self._threads(_NAMED, names=names, exclude=message_id)
             found |= self._threads(_NAMING, names=names, exclude=message_id)
             if found and origin == "new":
@@ -248,6 +308,7 @@ class BatchThreader(Threader):
             own = [*refs.get(row.id, [])]
             if row.message_id_header:
                 own.append(row.message_id_header)
+            own = [self.clear_name(name) for name in own]
             for name in own:
                 union(node, ("n", name))
             names.update(own)
@@ -256,13 +317,13 @@ class BatchThreader(Threader):
             if row.provider_thread_id:
                 union(node, ("p", (row.account_id, row.provider_thread_id)))
                 keys.setdefault(row.account_id, set()).add(row.provider_thread_id)
-        name_list = sorted(names)
+        name_list = self.all_forms(names)
         for name_chunk in in_chunks(name_list):
             for statement in (_NAMED_BY, _NAMING_BY):
                 for name, thread_id in connection.execute(
                     statement, {"user": self.user_id, "names": name_chunk}
                 ):
-                    union(("n", name), ("t", thread_id))
+                    union(("n", self.clear_name(name)), ("t", thread_id))
         for account_id, account_keys in keys.items():
             for key_chunk in in_chunks(sorted(account_keys)):
                 for key, thread_id in connection.execute(

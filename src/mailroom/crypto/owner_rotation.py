@@ -31,6 +31,7 @@ from mailroom.crypto.blind_index import reindex_owner_batch
 from mailroom.crypto.columns import ENCRYPTED_COLUMNS, EncryptedColumn
 from mailroom.crypto.datakeys import OwnerKeys
 from mailroom.crypto.fields import FieldCipher, from_text, to_text, version_of
+from mailroom.crypto.lookup_rotation import rehash_lookups
 from mailroom.crypto.wrapping import KeyWrapper
 from mailroom.store.engine import Store
 from mailroom.store.models import Base, KeyRotation, User, utcnow
@@ -107,6 +108,9 @@ class Rotator:
                 return False
             if not _rehash_search_tokens(session, rotation.user_id, progress, self.batch):
                 rotation.progress = progress
+                return False
+            if not rehash_lookups(session, rotation.user_id, progress, self.batch):
+                rotation.progress = progress  # Message-IDs, references, subject keys
                 return False
             rotation.progress = progress
             _finish(session, rotation, OwnerKeys(session, self.wrapper))

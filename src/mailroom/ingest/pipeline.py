@@ -251,10 +251,11 @@ class ThreadStage:
 
     def run(self, batch: Batch) -> None:
         from mailroom.conversations.rescue import SubjectRescue
-        from mailroom.conversations.threader import BatchThreader
+        from mailroom.conversations.threader import BatchThreader, id_forms_of
 
         session = batch.session
-        threader = BatchThreader(session, batch.user_id)
+        forms = id_forms_of(session, batch.user_id, [item.parsed for item in batch.messages])
+        threader = BatchThreader(session, batch.user_id, forms)
         threaded: list[int] = []
         merged: set[int] = set()
         ids = sorted(item.message_id for item in batch.messages)
@@ -285,7 +286,7 @@ class ThreadStage:
             return
         try:
             with session.begin_nested():
-                rescue = SubjectRescue(session, batch.user_id, batch.owner_addresses)
+                rescue = SubjectRescue(session, batch.user_id, batch.owner_addresses, forms)
                 result = rescue.run(threaded, merged)
         except Exception as exc:  # the rescue must never cost the batch either
             log.exception("Subject rescue failed for a batch of user %s", batch.user_id)
