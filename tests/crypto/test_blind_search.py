@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import inspect, select, text
 
 from mailroom.crypto import MasterKeyWrapper
 from mailroom.crypto.datakeys import OwnerKeys
@@ -28,7 +28,7 @@ from mailroom.rules.engine import condition_clauses
 from mailroom.rules.model import Conditions
 from mailroom.store.engine import Store
 from mailroom.store.models import Message
-from mailroom.store.search import SearchDocument, index_documents
+from mailroom.store.search import TOKEN_MARK, SearchDocument, index_documents
 from mailroom.web.app import create_app
 from tests.factories import make_message
 from tests.helpers import ingest, make_account
@@ -65,16 +65,10 @@ def seal_from_now(store: Store, on: bool = True) -> None:
     store.sealing = MailSealing(store.sealing.wrapper, seal_new_mail=on)
 
 
-def _ids(store: Store, *headers: str) -> list[int]:
+def _ids(store: Store) -> list[int]:
+    """The messages' ids in the order they were stored (a sealed Message-ID is a keyed hash)."""
     with store.session() as session:
-        return [
-            int(
-                session.execute(
-                    text("SELECT id FROM messages WHERE message_id_header = :h"), {"h": header}
-                ).scalar_one()
-            )
-            for header in headers
-        ]
+        return [int(i) for i in session.scalars(text("SELECT id FROM messages ORDER BY id"))]
 
 
 @pytest.fixture
@@ -93,7 +87,7 @@ def mixed(sealed: Store) -> dict[str, int]:
     ingest(sealed, bob, [("b", theirs)])
     with sealed.session() as session:
         set_password(session, "alice", PASSWORD)
-    clear_id, sealed_id, bob_id = _ids(sealed, "clear@x", "sealed@x", "bob@x")
+    clear_id, sealed_id, bob_id = _ids(sealed)
     return {
         "alice": alice[0],
         "bob": bob[0],
@@ -112,44 +106,64 @@ def base(sealed: Store, mixed: dict[str, int]) -> Iterator[str]:
 # -- what is stored --------------------------------------------------------------
 
 
-def _clear_entry_count(store: Store, message_id: int) -> int:
-    column = "rowid" if store.engine.dialect.name == "sqlite" else "message_id"
+def entry_words(store: Store, message_id: int) -> list[str]:
+    """The words of a message's ``message_search`` entry (as stored, in order)."""
     with store.session() as session:
-        return int(
-            session.execute(
-                text(f"SELECT count(*) FROM message_search WHERE {column} = :id"),
+        if store.engine.dialect.name == "sqlite":
+            row = session.execute(
+                text("SELECT subject, participants, body FROM message_search WHERE rowid = :id"),
                 {"id": message_id},
-            ).scalar_one()
-        )
+            ).one_or_none()
+            return " ".join(row).split() if row is not None else []
+        found = session.execute(
+            text("SELECT tsvector_to_array(document) FROM message_search WHERE message_id = :id"),
+            {"id": message_id},
+        ).scalar_one_or_none()
+        return list(found or [])
 
 
-def test_sealed_mail_has_no_clear_search_entry_only_hashed_tokens(
+def token_words(store: Store, message_id: int) -> set[str]:
+    """The blind index's token words in a message's entry."""
+    return {word for word in entry_words(store, message_id) if word.startswith(TOKEN_MARK)}
+
+
+def test_sealed_mail_has_no_clear_search_entry_only_token_words(
     sealed: Store, mixed: dict[str, int]
 ) -> None:
-    assert _clear_entry_count(sealed, mixed["clear"]) == 1
-    assert _clear_entry_count(sealed, mixed["sealed"]) == 0
-    assert _clear_entry_count(sealed, mixed["bob_msg"]) == 0
-    with sealed.session() as session:
-        rows = session.execute(text("SELECT user_id, token, message_id FROM search_tokens")).all()
-    by_message: dict[int, set[int]] = {}
-    for user, token, message in rows:
-        assert isinstance(token, int) and -(2**63) <= token < 2**63, token
-        assert user == (mixed["bob"] if message == mixed["bob_msg"] else mixed["alice"])
-        by_message.setdefault(message, set()).add(token)
-    assert set(by_message) == {mixed["sealed"], mixed["bob_msg"]}  # clear mail has none
-    # Both hold "walrus": each owner's hashes are their own.
+    clear = entry_words(sealed, mixed["clear"])
+    assert "walrus" in clear and not token_words(sealed, mixed["clear"])
+    by_message = {}
+    for message in (mixed["sealed"], mixed["bob_msg"]):
+        words = entry_words(sealed, message)
+        assert words and set(words) == token_words(sealed, message)  # no clear word at all
+        assert all(re.fullmatch("\ue000[0-9a-f]{16}", word) for word in words), words
+        assert len(words) == len(set(words))  # each once: no frequency
+        by_message[message] = set(words)
+    # Both hold "walrus": each owner's token words are their own.
     assert not by_message[mixed["sealed"]] & by_message[mixed["bob_msg"]]
 
 
-def test_sqlite_blind_index_is_its_primary_key(sealed: Store) -> None:
-    """WITHOUT ROWID: one B-tree fewer to write per token row (sealed ingest speed)."""
+def test_sqlite_sealed_entry_is_sorted_token_words_per_part(
+    sealed: Store, mixed: dict[str, int]
+) -> None:
+    """Subject and participants' token words in one column, the body's in another, sorted."""
     if sealed.engine.dialect.name != "sqlite":
-        pytest.skip("rowid tables are SQLite's")
+        pytest.skip("FTS5 columns are SQLite's (PostgreSQL's tsvector has no positions)")
+    with sealed.session() as session:
+        subject, participants, body = session.execute(
+            text("SELECT subject, participants, body FROM message_search WHERE rowid = :id"),
+            {"id": mixed["sealed"]},
+        ).one()
+    assert participants == ""
+    for column in (subject, body):
+        words = column.split()
+        assert words and words == sorted(set(words))
+    assert not set(subject.split()) & set(body.split())  # "walrus" is in both, hashed apart
+
+
+def test_the_old_blind_index_table_is_gone(sealed: Store) -> None:
     with sealed.engine.connect() as conn:
-        sql = conn.exec_driver_sql(
-            "SELECT sql FROM sqlite_master WHERE name = 'search_tokens'"
-        ).scalar_one()
-    assert "WITHOUT ROWID" in sql.upper()
+        assert "search_tokens" not in inspect(conn).get_table_names()
 
 
 def test_sqlite_file_holds_no_word_of_the_sealed_body(sealed: Store, mixed: dict[str, int]) -> None:
@@ -176,7 +190,20 @@ def test_reindexing_replaces_a_sealed_message_tokens(
         index_documents(session, [document], mixed["alice"])
     assert _jmap_ids(base, {"text": "otters"}) == [mixed["sealed"]]
     assert _jmap_ids(base, {"text": SEALED_WORD}) == []
-    assert _clear_entry_count(sealed, mixed["sealed"]) == 0
+    words = entry_words(sealed, mixed["sealed"])
+    assert len(words) == 5 and set(words) == token_words(sealed, mixed["sealed"])
+    # Indexed in clear again (sealing off), the entry holds the words and no token word.
+    seal_from_now(sealed, on=False)
+    with sealed.session() as session:
+        index_documents(session, [document], mixed["alice"])
+    assert sorted(word.casefold() for word in entry_words(sealed, mixed["sealed"])) == [
+        "budget",
+        "now",
+        "only",
+        "otters",
+        "walrus",
+    ]
+    assert _jmap_ids(base, {"text": "otters"}) == [mixed["sealed"]]
 
 
 # -- JMAP ------------------------------------------------------------------------
@@ -343,33 +370,34 @@ def test_owner_key_rotation_rehashes_tokens_and_search_keeps_working(
     with sealed.session() as session:
         rotation = start_rotation(session, OwnerKeys(session, wrapper), mixed["alice"])
         rotation_id = rotation.id
-        before = set(
-            session.execute(
-                text("SELECT token FROM search_tokens WHERE message_id = :m"),
-                {"m": mixed["sealed"]},
-            ).scalars()
-        )
+    before = token_words(sealed, mixed["sealed"])
     # Midway (both versions stored), the old tokens are still found.
     assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]
     Rotator(sealed, wrapper, batch=1).run(rotation_id)
+    after = token_words(sealed, mixed["sealed"])
     with sealed.session() as session:
-        after = set(
-            session.execute(
-                text("SELECT token FROM search_tokens WHERE message_id = :m"),
-                {"m": mixed["sealed"]},
-            ).scalars()
-        )
         assert OwnerKeys(session, wrapper).versions(mixed["alice"]) == [2]
-    assert after and not before & after
+    assert after and not before & after and len(after) == len(before)
     assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]
     assert _jmap_ids(base, {"text": "walrus"}) == [mixed["sealed"], mixed["clear"]]
 
 
-def test_deleting_an_owner_removes_their_tokens_and_keeps_the_other_searchable(
+def test_deleting_an_owner_removes_their_token_words_and_keeps_the_other_searchable(
     sealed: Store, mixed: dict[str, int], base: str
 ) -> None:
+    bob_words = token_words(sealed, mixed["bob_msg"])
+    assert bob_words
     delete_owner(sealed, "bob")
+    assert entry_words(sealed, mixed["bob_msg"]) == []
     with sealed.session() as session:
-        owners = set(session.execute(text("SELECT DISTINCT user_id FROM search_tokens")).scalars())
-    assert owners == {mixed["alice"]}
+        column = "rowid" if sealed.engine.dialect.name == "sqlite" else "message_id"
+        left = set(session.execute(text(f"SELECT {column} FROM message_search")).scalars())
+    assert left == {mixed["clear"], mixed["sealed"]}
+    if sealed.engine.dialect.name == "sqlite":  # and the merged FTS5 index has none of its words
+        with sealed.engine.connect() as conn:
+            conn.exec_driver_sql(
+                "CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, message_search, 'row')"
+            )
+            terms = {row[0] for row in conn.exec_driver_sql("SELECT term FROM temp.vocab")}
+        assert terms and not terms & bob_words
     assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]

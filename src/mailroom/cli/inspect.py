@@ -23,7 +23,7 @@ from mailroom.reading import (
     search_ids,
     user_id,
 )
-from mailroom.store.search import BlindTerms
+from mailroom.store.search import OWNER_HAS_KEY, BlindTerms
 
 # What `list` shows on a terminal when no --limit is given: a screenful, not the store.
 TERMINAL_LIMIT = 50
@@ -141,9 +141,9 @@ def search_command(app: AppContext, query: str, owner: str, output: str, limit: 
 def sealed_search_terms(app: AppContext, user: int, query: str) -> BlindTerms | None:
     """The query hashed for the user's sealed mail, or None when they have none.
 
-    SQLAlchemy and the key wrapper are loaded only for an owner with sealed mail.
+    SQLAlchemy and the key wrapper are loaded only for an owner with a data key.
     """
-    if not app.reader.rows("SELECT 1 FROM search_tokens WHERE user_id = :u LIMIT 1", {"u": user}):
+    if not app.reader.rows(OWNER_HAS_KEY, {"owner": user}):
         return None
     from mailroom.crypto.blind_index import blind_terms
 

@@ -1,40 +1,53 @@
 """The blind index: search over sealed mail by keyed hashes of its words.
 
-A sealed message's words never reach ``message_search``. Each distinct word
-(``store.search.blind_words``: letters and digits, casefolded, without
-diacritics; the body's first ``BODY_LIMIT`` characters) becomes one row of
-``search_tokens``: the owner, the message, and the word's lookup hash
-(:meth:`~mailroom.crypto.fields.FieldCipher.lookup_hash`, its first 8 bytes as
-a signed 64-bit integer: compact keys compared as integers, see
-:func:`token_of`). Words of the subject and participants are hashed with kind
-``token``, words of the body with kind ``token.body``, so JMAP's ``body``
-filter can ask for the body alone; a ``text`` query asks for either.
+A sealed message's words never reach ``message_search``. Its entry there
+holds, instead, one *token word* per distinct word (``store.search.blind_words``:
+letters and digits, casefolded, without diacritics; the body's first
+``BODY_LIMIT`` characters): :data:`~mailroom.store.search.TOKEN_MARK` and the
+first 64 bits of the word's keyed lookup hash
+(:meth:`~mailroom.crypto.fields.FieldCipher.lookup_hash`) in 16 hex digits
+(:func:`token_word`). Words of the subject and participants are
+hashed with kind ``token``, words of the body with kind ``token.body``; the
+hash itself says which part a word came from, so JMAP's ``body`` filter asks
+for ``token.body`` words only and a ``text`` query for either. On SQLite the
+header's token words fill the ``subject`` column and the body's the ``body``
+column; on PostgreSQL the ``tsvector`` holds them without positions. Each
+message's token words are written once each, sorted: their order and count
+say nothing of the text's.
+
+The full-text index is an inverted index (posting lists built in memory and
+merged), so a token word costs far less than the ``search_tokens`` row per
+word that held the blind index until migration 0023 (a B-tree insert of a
+random key, plus its ``message_id`` index).
 
 A query hashes its words the same way under every stored key version (both
 versions during an owner key rotation) and needs, for every word, one of its
-hashes among the message's tokens. Whole words only: hashing prefixes too
-(3 characters and up) would have tripled the rows (x3.27 on the SpamAssassin
-corpus), so the last word of a query matches sealed mail as a whole word,
-while clear mail still matches it as a prefix. A phrase matches sealed mail
-when all its words occur, in any order.
+token words in the message's entry: one full-text match, OR-ed with the clear
+match so a store with clear and sealed mail finds both. Whole words only:
+hashing prefixes too (3 characters and up) would have tripled the words
+(x3.27 on the SpamAssassin corpus), so the last word of a query matches
+sealed mail as a whole word, while clear mail still matches it as a prefix.
+A phrase matches sealed mail when all its words occur, in any order.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from mailroom.crypto.sealing import require_cipher, seals_new_mail
+from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
 from mailroom.store.search import (
     BODY_LIMIT,
+    OWNER_HAS_KEY,
+    TOKEN_MARK,
     BlindTerms,
     SearchDocument,
     blind_query_words,
     blind_words,
     query_terms,
+    remove_entries,
 )
 
 if TYPE_CHECKING:
@@ -42,15 +55,15 @@ if TYPE_CHECKING:
 
     from mailroom.crypto.fields import FieldCipher
 
-TOKEN_BYTES = 8  # of each HMAC-SHA256 lookup hash: one signed 64-bit integer
+TOKEN_BYTES = 8  # of each HMAC-SHA256 lookup hash: 64 bits, 16 hex digits
 HEADER_KIND = "token"  # words of the subject and the participants
 BODY_KIND = "token.body"  # words of the body
-
-# SQLite's page cache (KiB) on a connection that writes sealed mail, instead of 2 MiB: each
-# batch's sorted tokens land all over the B-tree (37 MiB for 6,000 messages), whose pages then
-# stay cached between batches (sealed import of 6,046 messages, paired runs on a loaded machine:
-# 19.1 and 20.6 s against 21.3 and 22.6 s). Memory is taken only as pages are read.
-SQLITE_CACHE_KIB = 65_536
+# Whether an owner has sealed mail, when no key is there to hash a query (a rare path: it
+# reads the owner's messages until the first sealed one).
+OWNER_HAS_SEALED_MAIL = (
+    "SELECT 1 FROM messages JOIN message_bodies ON message_bodies.message_id = messages.id "
+    "WHERE messages.user_id = :owner AND message_bodies.sealed LIMIT 1"
+)
 
 RunQuery = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
 
@@ -60,15 +73,23 @@ def seals_search(session: Session) -> bool:
     return seals_new_mail(session)
 
 
-def token_of(digest: bytes) -> int:
-    """The blind index token of a lookup hash: its first 8 bytes, a signed 64-bit integer.
+def token_word(digest: bytes) -> str:
+    """The token word of a lookup hash: :data:`TOKEN_MARK` and its first 8 bytes in hex.
 
     64 bits keep collisions negligible: among an owner's distinct words (a few
     hundred thousand at most), the chance that any two share a token is about
     n**2 / 2**65, under 1e-8 for 500,000 words; and a collision could only make
-    a query find one message too many, never miss one.
+    a query find one message too many, never miss one. Hex, not base32: 13 base32
+    characters would be 3 fewer, but Python's base32 encoder took 1.9 s for the
+    273,000 words of the benchmark corpus, ``bytes.hex`` 0.05 s; lower-case, as
+    FTS5 folds words (PostgreSQL keeps a lexeme as written).
     """
-    return int.from_bytes(digest[:TOKEN_BYTES], "big", signed=True)
+    return TOKEN_MARK + digest[:TOKEN_BYTES].hex()
+
+
+def token_word_of(token: int) -> str:
+    """The token word of a ``search_tokens`` row's signed 64-bit token (migration 0023)."""
+    return token_word(token.to_bytes(TOKEN_BYTES, "big", signed=True))
 
 
 class _Hashers:
@@ -81,50 +102,49 @@ class _Hashers:
     def __init__(self, cipher: FieldCipher, owner: int) -> None:
         self._header = cipher.lookup_hasher(owner, HEADER_KIND)
         self._body = cipher.lookup_hasher(owner, BODY_KIND)
-        self._header_tokens: dict[str, int] = {}
-        self._body_tokens: dict[str, int] = {}
+        self._header_words: dict[str, str] = {}
+        self._body_words: dict[str, str] = {}
 
-    def tokens(self, document: SearchDocument) -> set[int]:
-        """The blind index tokens of one message."""
+    def entry(self, document: SearchDocument) -> tuple[str, str]:
+        """The token words of one message: the subject's and participants', the body's."""
         header_words = blind_words(document.subject) | blind_words(document.participants)
-        tokens = _looked_up(self._header_tokens, self._header, header_words)
         body_words = blind_words(document.body[:BODY_LIMIT])
-        return tokens | _looked_up(self._body_tokens, self._body, body_words)
+        return (
+            " ".join(sorted(_looked_up(self._header_words, self._header, header_words))),
+            " ".join(sorted(_looked_up(self._body_words, self._body, body_words))),
+        )
 
 
-def _looked_up(found: dict[str, int], hasher: Callable[[str], bytes], words: set[str]) -> set[int]:
-    """The tokens of ``words``, hashing only those not ``found`` yet (and keeping them there)."""
+def _looked_up(found: dict[str, str], hasher: Callable[[str], bytes], words: set[str]) -> set[str]:
+    """The token words of ``words``, hashing only those not ``found`` yet (and keeping them)."""
     for word in [word for word in words if word not in found]:
-        found[word] = token_of(hasher(word))
+        found[word] = token_word(hasher(word))
     return set(map(found.__getitem__, words))
 
 
 def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: int) -> None:
-    """Write (or replace) the blind index rows of these messages of ``owner``."""
+    """Write (or replace) the ``message_search`` entries of these messages of ``owner``."""
     documents = list(documents)
     hashers = _Hashers(require_cipher(session, "New mail"), owner)
-    remove_blind_entries(session, [doc.message_id for doc in documents])
-    # In key order: inserting the batch's (random) tokens sorted costs a third less on SQLite.
-    rows = sorted(
-        (owner, token, doc.message_id) for doc in documents for token in hashers.tokens(doc)
-    )
-    if not rows:
+    entries = [(doc.message_id, *hashers.entry(doc)) for doc in documents]
+    if not entries:
         return
+    remove_entries(session, [doc.message_id for doc in documents])
     connection = session.connection()
     if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-        # The driver's own executemany with tuples: through text() and dicts, binding the
-        # parameters of a million rows took a third of the time of inserting them.
+        # The driver's own executemany with tuples (binding through text() and dicts costs more).
         connection.exec_driver_sql(
-            "INSERT INTO search_tokens (user_id, token, message_id) VALUES (?, ?, ?)", rows
+            "INSERT INTO message_search (rowid, subject, participants, body) VALUES (?, ?, '', ?)",
+            entries,
         )
         return
-    # PostgreSQL: COPY, in this transaction (a million rows: 10 s against executemany's 34 s).
+    # PostgreSQL: COPY, in this transaction; the text form of a tsvector is its lexemes
+    # separated by spaces (a token word has no quote, backslash or space to escape).
     driver: Any = connection.connection.driver_connection
-    copying = "COPY search_tokens (user_id, token, message_id) FROM STDIN"
+    copying = "COPY message_search (message_id, user_id, document) FROM STDIN"
     with driver.cursor() as cursor, cursor.copy(copying) as copy:
-        for row in rows:
-            copy.write_row(row)
+        for message_id, header, body in entries:
+            copy.write_row((message_id, owner, f"{header} {body}"))
 
 
 def index_sealed_by_owner(
@@ -155,19 +175,9 @@ def _owners_of(session: Session, message_ids: Sequence[int]) -> dict[int, int]:
     return found
 
 
-def remove_blind_entries(session: Session, message_ids: Sequence[int]) -> None:
-    """Delete the blind index rows of these messages."""
-    if message_ids:
-        session.execute(
-            text("DELETE FROM search_tokens WHERE message_id = :id"),
-            [{"id": message_id} for message_id in message_ids],
-        )
-
-
 def has_blind_index(run: RunQuery, owner: int) -> bool:
-    """Whether ``owner`` has sealed mail in the blind index (one indexed look-up)."""
-    rows = run("SELECT 1 FROM search_tokens WHERE user_id = :owner LIMIT 1", {"owner": owner})
-    return bool(rows)
+    """Whether ``owner`` may have sealed mail: only an owner with a data key can."""
+    return bool(run(OWNER_HAS_KEY, {"owner": owner}))
 
 
 def hash_words(
@@ -175,10 +185,10 @@ def hash_words(
 ) -> BlindTerms:
     """``words`` (already split and folded) hashed for ``owner``: every version, both kinds."""
     kinds = (BODY_KIND,) if body_only else (HEADER_KIND, BODY_KIND)
-    hashed: list[tuple[int, ...]] = []
+    hashed: list[tuple[str, ...]] = []
     for word in words:
         hashes = [
-            token_of(bytes.fromhex(digest[: 2 * TOKEN_BYTES]))
+            token_word(bytes.fromhex(digest[: 2 * TOKEN_BYTES]))
             for kind in kinds
             for digest in cipher.lookup_hashes(owner, kind, word)
         ]
@@ -204,8 +214,12 @@ def blind_terms_for_words(
 
     if not has_blind_index(run, owner):
         return None
-    # Without the key, a search would quietly leave the sealed mail out: say so instead.
-    cipher = require_cipher(session, "Part of this owner's mail")
+    cipher = mail_cipher(session)
+    if cipher is None:
+        if not run(OWNER_HAS_SEALED_MAIL, {"owner": owner}):
+            return None
+        # Without the key, a search would quietly leave the sealed mail out: say so instead.
+        cipher = require_cipher(session, "Part of this owner's mail")
     return hash_words(cipher, owner, words, body_only=body_only)
 
 
@@ -223,17 +237,20 @@ def _strings(value: Any) -> list[str]:
 def reindex_owner_batch(session: Session, owner: int, after: int, batch: int) -> int | None:
     """Re-hash the blind index of the next ``batch`` of ``owner``'s sealed messages.
 
-    For an owner key rotation: tokens cannot be re-hashed without their words, so
-    each message is indexed again from its opened body, under the newest key version.
+    For an owner key rotation: token words cannot be re-hashed without their words,
+    so each sealed message is indexed again from its opened body, under the newest key
+    version (its entry is replaced).
     Returns the last message id done, or None when no message after ``after`` is left.
     """
     from mailroom.crypto.mail_reading import bodies_of
+    from mailroom.crypto.message_fields import open_rows
 
+    columns = ("subject", "from_name", "from_email", "recipients")
     rows = session.execute(
         text(
-            "SELECT id, subject, from_name, from_email, recipients FROM messages "
-            "WHERE user_id = :owner AND id > :after AND EXISTS "
-            "(SELECT 1 FROM search_tokens WHERE search_tokens.message_id = messages.id) "
+            f"SELECT id, user_id, sealed, {', '.join(columns)} FROM messages "
+            "WHERE user_id = :owner AND id > :after AND EXISTS (SELECT 1 FROM message_bodies "
+            "WHERE message_bodies.message_id = messages.id AND message_bodies.sealed) "
             "ORDER BY id LIMIT :batch"
         ),
         {"owner": owner, "after": after, "batch": batch},
@@ -242,13 +259,14 @@ def reindex_owner_batch(session: Session, owner: int, after: int, batch: int) ->
         return None
     bodies = bodies_of(session, [int(row[0]) for row in rows], owner)
     documents = []
-    for message_id, subject, from_name, from_email, recipients in rows:
-        stored = json.loads(recipients) if isinstance(recipients, str) else recipients
-        participants = " ".join([from_name or "", from_email or "", *_strings(stored)])
-        body = bodies.get(int(message_id))
+    for row in open_rows(session, rows, columns):  # mail columns sealed since migration 0022
+        participants = " ".join(
+            [row["from_name"] or "", row["from_email"] or "", *_strings(row["recipients"])]
+        )
+        body = bodies.get(int(row["id"]))
         documents.append(
             SearchDocument(
-                int(message_id), subject or "", participants, body.text_body if body else ""
+                int(row["id"]), row["subject"] or "", participants, body.text_body if body else ""
             )
         )
     index_sealed(session, documents, owner)

@@ -6,8 +6,8 @@
 2. One transaction deletes every row linked to the owner, table by table in
    :data:`OWNED_TABLES` (children before parents; a test walks the schema and
    fails on a table with a user or account link missing here), the search
-   rows, the raw-message blobs no other owner's row still names, and the
-   owner's sealed blobs (``blobs.user_id``).
+   entries (clear words or the blind index's token words), the raw-message
+   blobs no other owner's row still names, and the owner's sealed blobs (``blobs.user_id``).
 3. On SQLite the deletion runs with ``PRAGMA secure_delete=ON`` (freed bytes
    are overwritten with zeros, not just marked free), the full-text index is
    merged (``optimize``: a deleted document's terms otherwise linger in older
@@ -28,6 +28,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
 from mailroom.audit import record
+from mailroom.crypto.owner_secrets import forget_owner
 from mailroom.reading import user_id
 from mailroom.store.engine import Store
 
@@ -47,7 +48,6 @@ OWNED_TABLES: tuple[tuple[str, str], ...] = (
     ("submissions", _OWN),
     ("pending_changes", f"account_id IN ({_ACCOUNTS})"),
     ("message_events", _OWN),
-    ("search_tokens", _OWN),
     ("message_bodies", f"message_id IN ({_MESSAGES})"),
     ("message_keywords", f"message_id IN ({_MESSAGES})"),
     ("message_labels", f"message_id IN ({_MESSAGES})"),
@@ -123,6 +123,8 @@ def delete_owner(store: Store, name: str) -> Deletion:
     """Delete user ``name`` and all that is theirs: the key first, then the rows (module doc)."""
     owner = owner_id(store, name)
     destroy_keys(store, owner)
+    # The owner's secret outside the database (if kept): without it, no backup opens their key.
+    forget_owner(store.sealing.wrapper if store.sealing is not None else None, owner)
     deletion = Deletion(owner)
     sqlite = store.dialect == "sqlite"
     with store.engine.connect() as conn:

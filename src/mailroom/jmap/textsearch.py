@@ -8,7 +8,8 @@ index phrase of its words (split as ``store.search`` indexes them); the
 last unquoted word also matches as a prefix, as everywhere else in
 mailroom. ``body`` searches only the body column (FTS5 column filter,
 tsvector weight C). Sealed mail is searched in the blind index
-(``crypto.blind_index``): whole words, a phrase as all its words.
+(``crypto.blind_index``): whole words, a phrase as all its words; a body
+query asks for the body's token words only (their hash says their part).
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def fulltext_clause(
     clear index (sealed mail matches phrases as all their words, in any order).
     ``owner`` narrows PostgreSQL's index to that owner's entries (``store.search.pg_match``).
     """
-    return either(_clear_clause(dialect, value, column, param, owner), blind, f"{param}_b")
+    clear = _clear_clause(dialect, value, column, param, owner)
+    return either(dialect, clear, blind, f"{param}_b")
 
 
 def _clear_clause(

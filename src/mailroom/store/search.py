@@ -5,12 +5,13 @@ SQLite uses an FTS5 table whose rowid is the message id; PostgreSQL a
 because mail comes in every language). Both are written in the same
 transaction as the message, so a flushed batch is searchable at once.
 
-Sealed mail (``crypto.sealing.seals_new_mail``) writes no clear text here:
-its words go to the blind index instead (``crypto.blind_index``, the
-``search_tokens`` table), and a query on an owner who has such rows is
-matched against both (:class:`BlindTerms`). The helpers that split and fold
-words for the blind index live here, free of SQLAlchemy and cryptography, so
-the plain-SQL read path (``store.reader``) can use them.
+Sealed mail (``crypto.sealing.seals_new_mail``) writes no clear word here:
+its entry holds the blind index instead (``crypto.blind_index``: one *token
+word*, a keyed hash of each distinct word, spelled so that no clear text or
+query can produce it, see :data:`TOKEN_MARK`), and a query of an owner with
+a data key is matched against both (:class:`BlindTerms`). The helpers that
+split and fold words for the blind index live here, free of SQLAlchemy and
+cryptography, so the plain-SQL read path (``store.reader``) can use them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ _WORD = re.compile(r"\w[\w.@+-]*\w|\w", re.UNICODE)
 # A word of the blind index: a run of letters and digits, as FTS5's unicode61 tokenizer splits
 # (an address "ann@example.com" is the three words ann, example and com).
 _BLIND_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# The first character of every token word of the blind index (``crypto.blind_index.token_word``):
+# a private-use character. FTS5's unicode61 tokenizer keeps it inside a word (category Co),
+# PostgreSQL's parser drops it (a token word is written as a lexeme, not parsed), and no query
+# term has it (``_WORD``'s ``\w`` is letters, digits and ``_`` only), so a clear query, even a
+# one-letter prefix query, never reaches a token word. Clear text indexed on SQLite has it
+# replaced by a space, so no clear word starts with it either (see :func:`_index_clear`).
+TOKEN_MARK = "\ue000"
+# Whether an owner may have sealed mail: only an owner with a data key can (one indexed look-up).
+OWNER_HAS_KEY = "SELECT 1 FROM owner_keys WHERE user_id = :owner LIMIT 1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +59,8 @@ def index_documents(
 ) -> None:
     """Add (or replace) the search entries of these messages (all of ``owner``, when given).
 
-    When the session seals new mail, the words go to the blind index and
-    ``message_search`` gets nothing (a clear entry from before is removed).
+    When the session seals new mail, the entry holds the blind index's token
+    words instead of the words (``crypto.blind_index``); either replaces the other.
     """
     from mailroom.crypto.blind_index import index_sealed_by_owner, seals_search
 
@@ -58,13 +68,12 @@ def index_documents(
         return
     if seals_search(session):
         index_sealed_by_owner(session, documents, owner)
-        remove_clear_entries(session, [doc.message_id for doc in documents])
         return
     _index_clear(session, documents)
 
 
-def remove_clear_entries(session: Session, message_ids: list[int]) -> None:
-    """Delete the ``message_search`` entries of these messages."""
+def remove_entries(session: Session, message_ids: list[int]) -> None:
+    """Delete the ``message_search`` entries (clear or sealed) of these messages."""
     from sqlalchemy import text
 
     if not message_ids:
@@ -76,19 +85,21 @@ def remove_clear_entries(session: Session, message_ids: list[int]) -> None:
     )
 
 
+def _unmarked(value: str) -> str:
+    """``value`` without :data:`TOKEN_MARK` (a C-level scan; it is almost never there)."""
+    return value.replace(TOKEN_MARK, " ") if TOKEN_MARK in value else value
+
+
 def _index_clear(session: Session, documents: list[SearchDocument]) -> None:
     from sqlalchemy import text
 
-    from mailroom.crypto.blind_index import remove_blind_entries
-
-    remove_blind_entries(session, [doc.message_id for doc in documents])
     dialect = session.get_bind().dialect.name
     rows = [
         {
             "id": doc.message_id,
-            "subject": doc.subject,
-            "participants": doc.participants,
-            "body": doc.body[:BODY_LIMIT],
+            "subject": _unmarked(doc.subject),
+            "participants": _unmarked(doc.participants),
+            "body": _unmarked(doc.body[:BODY_LIMIT]),
         }
         for doc in documents
     ]
@@ -157,39 +168,53 @@ def blind_query_words(terms: list[str]) -> list[str]:
 class BlindTerms:
     """A query hashed for one owner's blind index (made by ``crypto.blind_index.blind_terms``).
 
-    ``words`` holds, per query word, every hash that matches it (each key version
-    during a rotation; the prefix hash too for the last word): a message matches
-    when, for every word, one of its hashes is among the message's tokens.
+    ``words`` holds, per query word, every token word that matches it (each key
+    version during a rotation, both kinds unless the query is for the body alone):
+    a message matches when, for every word, one of its token words is in its entry.
     """
 
     owner: int
-    words: tuple[tuple[int, ...], ...]
+    words: tuple[tuple[str, ...], ...]
 
-    def clause(self, prefix: str = "blind") -> tuple[str, dict[str, str | int]] | None:
-        """The SQL condition on ``messages.id`` (parameter names start with ``prefix``)."""
+    def clause(
+        self, dialect: str, prefix: str = "blind"
+    ) -> tuple[str, dict[str, str | int]] | None:
+        """The SQL condition on ``messages.id`` (parameter names start with ``prefix``).
+
+        One full-text match: on SQLite an FTS5 expression (an OR of the versions per
+        word, an AND over the words), on PostgreSQL the same as a ``tsquery`` taken
+        as written (``to_tsquery`` would parse the token words apart).
+        """
         if not self.words or not all(self.words):
             return None
-        params: dict[str, str | int] = {f"{prefix}_owner": self.owner}
-        parts: list[str] = []
-        for number, hashes in enumerate(self.words):
-            names = []
-            for index, token in enumerate(hashes):
-                names.append(f":{prefix}_{number}_{index}")
-                params[f"{prefix}_{number}_{index}"] = token
-            parts.append(
-                "messages.id IN (SELECT message_id FROM search_tokens "
-                f"WHERE user_id = :{prefix}_owner AND token IN ({', '.join(names)}))"
+        if dialect == "sqlite":
+            expression = " AND ".join(
+                "(" + " OR ".join(f'"{word}"' for word in hashes) + ")" for hashes in self.words
             )
-        return " AND ".join(parts), params
+            sql = (
+                "messages.id IN (SELECT rowid FROM message_search "
+                f"WHERE message_search MATCH :{prefix})"
+            )
+            return sql, {prefix: expression}
+        expression = " & ".join(
+            "(" + " | ".join(f"'{word}'" for word in hashes) + ")" for hashes in self.words
+        )
+        sql = (
+            "messages.id IN (SELECT message_id FROM message_search "
+            f"WHERE user_id = CAST(:{prefix}_owner AS BIGINT) "
+            f"AND document @@ CAST(:{prefix} AS tsquery))"
+        )
+        return sql, {prefix: expression, f"{prefix}_owner": self.owner}
 
 
 def either(
+    dialect: str,
     clear: tuple[str, Mapping[str, str | int]] | None,
     blind: BlindTerms | None,
     prefix: str = "blind",
 ) -> tuple[str, dict[str, str | int]] | None:
     """The clear full-text condition OR-ed with the blind one (either may be missing)."""
-    sealed = blind.clause(prefix) if blind is not None else None
+    sealed = blind.clause(dialect, prefix) if blind is not None else None
     if sealed is None:
         return (clear[0], dict(clear[1])) if clear is not None else None
     if clear is None:
@@ -207,7 +232,7 @@ def match_clause(
     the blind index is searched too, OR-ed with the clear index. ``owner``
     narrows PostgreSQL's index to that owner's entries (:func:`pg_match`).
     """
-    return either(_clear_clause(dialect, query, owner), blind)
+    return either(dialect, _clear_clause(dialect, query, owner), blind)
 
 
 def pg_match(

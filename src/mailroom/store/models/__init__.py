@@ -39,7 +39,6 @@ from mailroom.store.models.messages import (
     MessageLabel,
     MessageLocation,
     MessageRef,
-    SearchToken,
 )
 from mailroom.store.models.outbound import (
     SUBMISSION_STATES,
@@ -101,7 +100,6 @@ __all__ = [
     "MessageLabel",
     "MessageLocation",
     "MessageRef",
-    "SearchToken",
     "OwnerKey",
     "PushSubscription",
     "SignInFailure",
