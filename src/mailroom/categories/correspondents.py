@@ -24,12 +24,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, delete, func, or_, select
+from sqlalchemy import ColumnElement, and_, case, delete, func, not_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from mailroom.categories.explaining import addresses_in, tabs_off
 from mailroom.categories.learned import LearnedTabs
+from mailroom.categories.sealed_rows import has_sealed, sealed_rows
+from mailroom.crypto.message_fields import LookupKeys, open_rows
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Account, Contact, Label, Message, MessageLabel, User
 
@@ -71,8 +73,14 @@ class SentMessage:
 def _upsert(session: Session, user_id: int, counts: dict[str, tuple[int, datetime | None]]) -> None:
     if not counts:
         return
+    keys = LookupKeys(session, user_id)  # a sealing owner's contacts are keyed hashes
     rows = [
-        {"user_id": user_id, "email": email[:500], "sent_count": n, "last_sent_at": last}
+        {
+            "user_id": user_id,
+            "email": keys.stored_address(email)[:500],
+            "sent_count": n,
+            "last_sent_at": last,
+        }
         for email, (n, last) in sorted(counts.items())
     ]
     dialect = session.get_bind().dialect.name
@@ -125,19 +133,24 @@ def harvest(
 
 
 def correspondents_among(session: Session, user_id: int, emails: Iterable[str]) -> frozenset[str]:
-    """Which of these (lower-case) addresses the owner has written to."""
-    wanted = sorted({e.lower() for e in emails if e})
+    """Which of these (lower-case) addresses the owner has written to.
+
+    Looked up by every form a contact may be stored in (clear, or the owner's keyed
+    hash under each key version: :meth:`LookupKeys.address_forms`).
+    """
+    forms = LookupKeys(session, user_id).address_forms({e.lower() for e in emails if e})
     found: set[str] = set()
-    for chunk in in_chunks(wanted):
-        found |= set(
-            session.scalars(
+    for chunk in in_chunks(sorted(forms)):
+        found |= {
+            forms[stored]
+            for stored in session.scalars(
                 select(Contact.email).where(
                     Contact.user_id == user_id,
                     Contact.email.in_(chunk),
                     Contact.sent_count > 0,
                 )
             )
-        )
+        }
     return frozenset(found)
 
 
@@ -160,28 +173,57 @@ def sent_messages(session: Session, user_id: int) -> list[SentMessage]:
         if sent_label is not None
         else None
     )
-    conditions = []
+    conditions: list[ColumnElement[bool]] = []
     if in_sent is not None:
         conditions.append(Message.id.in_(in_sent))
     if own:
         conditions.append(func.lower(Message.from_email).in_(sorted(own)))
     if not conditions:
         return []
-    rows = session.execute(
-        select(Message.recipients, Message.sent_at, Message.received_at).where(
-            Message.user_id == user_id, or_(*conditions)
-        )
+    selected = (
+        Message.id,
+        Message.user_id,
+        Message.sealed,
+        Message.recipients,
+        Message.sent_at,
+        Message.received_at,
     )
-    return [SentMessage(_emails(r.recipients), r.sent_at or r.received_at) for r in rows]
+    sealed = has_sealed(session, user_id)
+    if sealed and own:  # a sealed sender is compared once opened, below
+        conditions[-1] = and_(not_(Message.sealed), conditions[-1])
+    rows = open_rows(
+        session,
+        session.execute(select(*selected).where(Message.user_id == user_id, or_(*conditions))),
+        ["recipients"],
+    )
+    if sealed and own:
+        outside = [] if in_sent is None else [Message.id.not_in(in_sent)]
+        rows += [
+            row
+            for row in sealed_rows(
+                session,
+                user_id,
+                ["from_email", "recipients"],
+                where=outside,
+                also=["sent_at", "received_at"],
+            )
+            if (row["from_email"] or "").lower() in own
+        ]
+    return [SentMessage(_emails(r["recipients"]), r["sent_at"] or r["received_at"]) for r in rows]
 
 
 def rebuild_contacts(session: Session, user_id: int) -> tuple[int, set[str]]:
-    """Recount every correspondent from stored mail; returns (contacts, newly added addresses)."""
+    """Recount every correspondent from stored mail; returns (contacts, newly added addresses).
+
+    Every contact is written again in the form the owner's new rows take (clear, or
+    the keyed hash under the newest key version).
+    """
     before = set(session.scalars(select(Contact.email).where(Contact.user_id == user_id)))
     session.execute(delete(Contact).where(Contact.user_id == user_id))
     counts = _count(sent_messages(session, user_id), owner_addresses(session, user_id))
     _upsert(session, user_id, counts)
-    return len(counts), set(counts) - before
+    forms = LookupKeys(session, user_id).address_forms(counts)
+    return len(counts), set(counts) - {forms[f] for f in before if f in forms}
 
 
 def senders_by_address(
@@ -199,4 +241,10 @@ def senders_by_address(
         )
         for message_id, email in rows:
             found[email].append(message_id)
+    if wanted and has_sealed(session, user_id):  # sealed senders: compared once opened
+        looked_for = set(wanted)
+        for row in sealed_rows(session, user_id, ["from_email"]):
+            email = (row["from_email"] or "").lower()
+            if email in looked_for:
+                found[email].append(int(row["id"]))
     return found

@@ -133,12 +133,27 @@ class OwnerContext:
 
 
 def _correspondents(reader: Reader, user_id: int, senders: set[str]) -> frozenset[str]:
-    """Which of these (lower-case) senders the owner has written to."""
+    """Which of these (lower-case) senders the owner has written to.
+
+    A sealing owner's contacts are keyed hashes (``categories.correspondents``): they
+    are looked up by every stored form, which needs the store's keys. A bare reader
+    (no session) of an owner with sealed mail says so instead of finding none.
+    """
+    if not senders:
+        return frozenset()
+    forms = {sender: sender for sender in senders}
+    session = _session_of(reader)
+    if session is not None:
+        from mailroom.crypto.message_fields import LookupKeys
+
+        forms = LookupKeys(session, user_id).address_forms(senders)
+    elif reader.rows(_OWNER_HAS_SEALED, {"user": user_id}):
+        _without_keys()
     found: set[str] = set()
-    for chunk in in_chunks(sorted(senders)):
+    for chunk in in_chunks(sorted(forms)):
         listed, params = in_list("email", chunk)
         found |= {
-            str(email)
+            forms[str(email)]
             for (email,) in reader.rows(
                 f"SELECT email FROM contacts WHERE user_id = :user AND email IN {listed} "
                 "AND sent_count > 0",
@@ -146,6 +161,48 @@ def _correspondents(reader: Reader, user_id: int, senders: set[str]) -> frozense
             )
         }
     return frozenset(found)
+
+
+_OWNER_HAS_SEALED = "SELECT 1 FROM messages WHERE user_id = :user AND sealed LIMIT 1"
+
+
+def _opened(reader: Reader, user_id: int, row: Sequence[Any]) -> Sequence[Any]:
+    """A ``messages`` row of :func:`stored_facts` with its sealed columns opened."""
+    if not row[6]:
+        return row
+    from mailroom.crypto.message_fields import open_value
+
+    session, message_id = _session_of(reader), int(row[0])
+
+    def opened(column: str, value: Any) -> Any:
+        return open_value(session, user_id, message_id, column, value, True)
+
+    sender, subject, reason = (
+        opened("from_email", row[2]),
+        opened("subject", row[3]),
+        opened("assistant_reason", row[5]),
+    )
+    return (row[0], row[1], sender, subject, row[4], reason, row[6])
+
+
+def _session_of(reader: Reader) -> Session | None:
+    """The SQLAlchemy session behind a reader (None for the bare SQLite file reader),
+    without importing SQLAlchemy when there is none."""
+    session = getattr(reader, "session", None)
+    if session is None:
+        return None
+    from mailroom.crypto.mail_reading import session_of
+
+    return session_of(reader)
+
+
+def _without_keys() -> None:
+    from mailroom.errors import SealedWithoutKeys
+
+    raise SealedWithoutKeys(
+        "This owner's mail is sealed and this store was opened without its keys; read it "
+        "through mailroom with MAILROOM_MASTER_KEY_FILE set."
+    )
 
 
 def stored_facts(
@@ -157,11 +214,13 @@ def stored_facts(
         return {}
     listed, params = in_list("id", message_ids)
     rows = reader.rows(
-        "SELECT id, account_id, from_email, subject, assistant_category, assistant_reason "
-        "FROM messages "
+        "SELECT id, account_id, from_email, subject, assistant_category, assistant_reason, "
+        "sealed FROM messages "
         f"WHERE user_id + 0 = :user AND id IN {listed}",
         {"user": user_id, **params},
     )
+    if any(row[6] for row in rows):  # the cipher (and SQLAlchemy) load for sealed rows only
+        rows = [_opened(reader, user_id, row) for row in rows]
     headers: dict[int, Any] = {}
     bodies: dict[int, tuple[str, str | None]] = {}
     for message_id, owner, sealed, stored, text, html in reader.rows(
@@ -196,7 +255,7 @@ def stored_facts(
     senders = {str(row[2]).lower() for row in rows if row[2]}
     correspondents = _correspondents(reader, user_id, senders)
     facts: dict[int, CategoryFacts] = {}
-    for message_id, _account, from_email, subject, verdict, reason in rows:
+    for message_id, _account, from_email, subject, verdict, reason, _sealed in rows:
         sender = (from_email or "").lower()
         own = sender in context.addresses or (
             context.sent_label is not None and context.sent_label in labels[message_id]

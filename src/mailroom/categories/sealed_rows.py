@@ -50,13 +50,15 @@ def sealed_rows(
     *,
     candidates: Collection[int] | None = None,
     where: Iterable[Where] = (),
+    also: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """The owner's sealed rows (among ``candidates``, meeting ``where``), ``columns`` opened.
 
-    Each row is a dict with ``id``, ``user_id``, ``sealed`` and the columns.
+    Each row is a dict with ``id``, ``user_id``, ``sealed``, the columns and the
+    columns named in ``also`` (not mail columns: as stored).
     """
     selected = [Message.id, Message.user_id, Message.sealed]
-    selected += [getattr(Message, column) for column in columns]
+    selected += [getattr(Message, column) for column in (*columns, *also)]
     conditions = [Message.user_id == owner, Message.sealed, *where]
     if candidates is None:
         return open_rows(session, session.execute(select(*selected).where(*conditions)), columns)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from mailroom.store.models import Message
 
 __all__ = [
+    "ADDRESS_KIND",
     "ID_KIND",
     "JSON_COLUMNS",
     "MESSAGES",
@@ -82,6 +83,7 @@ PLACEHOLDERS: Mapping[str, Any] = {
 }
 ID_KIND = "message-id"  # message_id_header and message_refs.ref
 SUBJECT_KIND = "subject"  # subject_key
+ADDRESS_KIND = "address"  # contacts.email: a lower-cased mail address
 SUBJECT_KEY_CHARS = 40  # messages.subject_key is VARCHAR(40), as the SHA-1 it replaces
 _WHAT = "This message"
 
@@ -285,6 +287,14 @@ class LookupKeys:
     def id_forms(self, message_ids: Iterable[str]) -> dict[str, str]:
         """Every stored form of these Message-IDs → the id it stands for."""
         return self._forms(ID_KIND, message_ids)
+
+    def stored_address(self, address: str) -> str:
+        """The form a new ``contacts`` row stores a (lower-cased) mail address in."""
+        return self._stored(ADDRESS_KIND, address.lower())
+
+    def address_forms(self, addresses: Iterable[str]) -> dict[str, str]:
+        """Every stored form of these mail addresses → the lower-cased address."""
+        return self._forms(ADDRESS_KIND, (address.lower() for address in addresses))
 
     def subject_forms(self, normalized: Iterable[str]) -> dict[str, str]:
         """Every stored form of these normalized subjects' keys → the subject's clear key."""

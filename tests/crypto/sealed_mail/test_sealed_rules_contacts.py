@@ -1,0 +1,133 @@
+"""Correspondents of an owner whose mail is sealed: contacts stored as keyed hashes, found
+by every form; tabs and their explanations see the opened sender, subject and reason."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from sqlalchemy import select, text
+
+from mailroom.categories.correspondents import correspondents_among, senders_by_address
+from mailroom.categories.recompute import backfill_categories, explain
+from mailroom.crypto.sealing import MailSealing
+from mailroom.ingest import BatchResult, IncomingMessage, store_batch
+from mailroom.labels.resolver import ensure_system_labels
+from mailroom.owners import get_or_create_account, get_or_create_user
+from mailroom.store.engine import Store
+from mailroom.store.models import Contact, Message
+from tests.factories import make_message
+
+ME = "Me <me@example.org>"
+FRIEND = "Fred <fred@example.net>"
+UNSUBSCRIBE = {"List-Unsubscribe": "<mailto:leave@news.example>"}
+HASH = re.compile(r"[0-9a-f]{64}")
+
+
+class Mailbox:
+    """An owner (address me@example.org) with one account; messages found by provider id."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        with store.session() as session:
+            user = get_or_create_user(session, "me")
+            account = get_or_create_account(
+                session, user, "main", "local", {"email": "me@example.org"}
+            )
+            self.roles = ensure_system_labels(session, user.id)
+            self.user_id, self.account_id = user.id, account.id
+
+    def ingest(self, items: Sequence[tuple[str, bytes]], folder: str = "inbox") -> BatchResult:
+        with self.store.session() as session:
+            batch = [IncomingMessage(p, raw, label_ids=[self.roles[folder]]) for p, raw in items]
+            return store_batch(session, self.account_id, self.user_id, batch)
+
+    def tab(self, provider_id: str) -> tuple[str | None, str | None]:
+        with self.store.session() as session:
+            row = session.execute(
+                select(Message.category, Message.category_stage).where(
+                    Message.provider_id == provider_id
+                )
+            ).one()
+            return row.category, row.category_stage
+
+    def id(self, provider_id: str) -> int:
+        with self.store.session() as session:
+            found = session.scalar(select(Message.id).where(Message.provider_id == provider_id))
+            assert found is not None
+            return found
+
+    def contacts(self) -> dict[str, int]:
+        with self.store.session() as session:
+            return {
+                str(e): int(n)
+                for e, n in session.execute(select(Contact.email, Contact.sent_count))
+            }
+
+
+def newsletter(pid: str, sender: str, minutes: int = 0) -> tuple[str, bytes]:
+    raw = make_message(
+        f"{pid}@x",
+        subject="Fwd: Weekly deals",
+        sender=sender,
+        to=ME,
+        headers=UNSUBSCRIBE,
+        minutes=minutes,
+    )
+    return pid, raw
+
+
+def test_correspondents_are_found_for_a_sealed_owner(sealed_store: Store) -> None:
+    box = Mailbox(sealed_store)
+    box.ingest([newsletter("before", FRIEND)])
+    assert box.tab("before")[0] == "promotions"
+    box.ingest([("s1", make_message("s1@x", sender=ME, to=FRIEND, subject="Lunch?"))], "sent")
+    # The contact is the owner's keyed hash of the address, never the address.
+    (stored,) = box.contacts()
+    assert HASH.fullmatch(stored) and box.contacts()[stored] == 1
+    with sealed_store.session() as session:
+        assert correspondents_among(session, box.user_id, ["Fred@Example.net"]) == {
+            "fred@example.net"
+        }
+        assert senders_by_address(session, box.user_id, {"fred@example.net"}) == {
+            "fred@example.net": [box.id("before")]
+        }
+    box.ingest([newsletter("after", FRIEND, minutes=9)])
+    assert box.tab("after") == ("primary", "correspondent")
+    assert box.tab("before")[0] == "primary"  # re-sorted when Fred became a correspondent
+    with sealed_store.session() as session:
+        why = explain(session, box.user_id, box.id("after"))
+    said = " ".join(why.lines())
+    assert "fred@example.net" in said and "mrf1." not in said
+
+
+def test_backfill_recounts_sealed_sent_mail_and_clear_contacts_become_hashes(
+    store: Store, sealing: MailSealing
+) -> None:
+    box = Mailbox(store)
+    # Written before sealing was switched on: a clear contact.
+    box.ingest([("o1", make_message("o1@x", sender=ME, to=FRIEND))])
+    assert box.contacts() == {"fred@example.net": 1}
+    store.sealing = sealing
+    # From an own address, outside the Sent folder, sealed: the sender is compared opened.
+    box.ingest(
+        [("o2", make_message("o2@x", sender=ME, to=FRIEND, headers={"Cc": "c@example.com"}))]
+    )
+    with store.session() as session:
+        raw = session.execute(text("SELECT from_email FROM messages WHERE provider_id = 'o2'"))
+        assert str(raw.scalar()).startswith("mrf1.")
+        # Both forms are found: the clear row and the hash.
+        assert correspondents_among(
+            session, box.user_id, ["fred@example.net", "c@example.com", "x@example.com"]
+        ) == {"fred@example.net", "c@example.com"}
+        result = backfill_categories(session, box.user_id)
+    assert (result.contacts, result.new_contacts) == (2, 0)
+    contacts = box.contacts()
+    assert sorted(contacts.values()) == [1, 2]
+    assert all(HASH.fullmatch(email) for email in contacts)
+    with store.session() as session:
+        assert correspondents_among(session, box.user_id, ["fred@example.net"]) == {
+            "fred@example.net"
+        }
+    box.ingest([newsletter("n", "Carla <c@example.com>", minutes=5)])
+    assert box.tab("n") == ("primary", "correspondent")
