@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mailroom.categories.tabs import CATEGORIES, HELD, PRIMARY
+from mailroom.reading import message_column
 from mailroom.store.reader import Reader, as_reader, in_list, json_value, required_stamp
 
 if TYPE_CHECKING:
@@ -240,14 +241,23 @@ def thread_rows(source: Source, user: int, threads: Sequence[Sequence[Any]]) -> 
     senders: dict[int, dict[str, bool]] = defaultdict(dict)
     preview: dict[int, str] = {}
     attached: set[int] = set()
-    for thread, name, email, unread, has_attachment, text in reader.rows(
+    sealed_subject: dict[int, str] = {}  # a sealed thread's subject: its oldest message's
+    for thread, name, email, unread, has_attachment, text, mid, sealed, subject in reader.rows(
         "SELECT thread_id, from_name, from_email, "
-        "CASE WHEN seen_at IS NULL THEN 1 ELSE 0 END, has_attachment, preview "
+        "CASE WHEN seen_at IS NULL THEN 1 ELSE 0 END, has_attachment, preview, id, sealed, "
+        "CASE WHEN sealed THEN subject END "
         # "+ 0": by the thread index, not a walk of the user's messages in received order
         f"FROM messages WHERE thread_id IN {listed} AND user_id + 0 = :user "
         "ORDER BY received_at, id",
         {**params, "user": user},
     ):
+        if sealed:  # mail columns opened (crypto.message_fields)
+            name, email, text = (
+                message_column(reader, user, mid, column, value, True)
+                for column, value in (("from_name", name), ("from_email", email), ("preview", text))
+            )
+            if thread not in senders:  # the oldest message
+                sealed_subject[thread] = message_column(reader, user, mid, "subject", subject, True)
         who = name or email or "(unknown sender)"
         senders[thread][who] = senders[thread].get(who, False) or bool(unread)
         preview[thread] = text or ""
@@ -272,7 +282,7 @@ def thread_rows(source: Source, user: int, threads: Sequence[Sequence[Any]]) -> 
         rows.append(
             ThreadRow(
                 id=int(thread),
-                subject=subject or "",
+                subject=subject or sealed_subject.get(int(thread), ""),
                 message_count=int(count),
                 unread=int(unread) > 0,
                 last_message_at=moment,

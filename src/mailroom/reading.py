@@ -152,7 +152,7 @@ def count_messages(source: Source, user: int, where: MessageFilter = MessageFilt
 _LISTED = (
     "messages.id, accounts.name, messages.message_id_header, messages.thread_id, "
     "messages.subject, messages.from_email, messages.from_name, messages.received_at, "
-    "messages.category, messages.seen_at"
+    "messages.category, messages.seen_at, messages.sealed"
 )
 
 
@@ -183,8 +183,20 @@ def list_messages(
         params["limit"] = limit
     rows = reader.rows(sql, {"user": user, **params})
     labels = _labels_of(reader, [row[0] for row in rows])
+    header_ids = _sealed_message_ids(source, [row[0] for row in rows if row[-1]])
     listed_rows = []
-    for message, account, header_id, thread, subject, email, name, received, tab, seen in rows:
+    for row in rows:
+        message, account, header_id, thread, subject, email, name, received, tab, seen, sealed = row
+        if sealed:  # opened (crypto.message_fields); the Message-ID from the sealed headers
+            subject, email, name = (
+                message_column(source, user, message, column, value, True)
+                for column, value in (
+                    ("subject", subject),
+                    ("from_email", email),
+                    ("from_name", name),
+                )
+            )
+            header_id = header_ids.get(message)
         received_at = required_stamp(received)
         listed_rows.append(
             {
@@ -204,6 +216,23 @@ def list_messages(
     return listed_rows
 
 
+def _sealed_message_ids(source: Source, message_ids: Sequence[int]) -> dict[int, str | None]:
+    """The clear Message-ID of sealed messages (their row holds a keyed hash of it)."""
+    if not message_ids:
+        return {}
+    from mailroom.crypto.mail_reading import session_of
+    from mailroom.errors import SealedWithoutKeys
+    from mailroom.jmap.sealed_columns import message_ids_of
+
+    session = session_of(source)
+    if session is None:
+        raise SealedWithoutKeys(
+            "This message is sealed and this store was opened without its keys; read it "
+            "through mailroom with MAILROOM_MASTER_KEY_FILE set."
+        )
+    return message_ids_of(session, message_ids)
+
+
 def newest_threads(source: Source, user: int, limit: int = 50) -> list[dict[str, Any]]:
     """The user's newest threads (binned ones left out) with their senders, for the web page."""
     reader = as_reader(source)
@@ -217,18 +246,22 @@ def newest_threads(source: Source, user: int, limit: int = 50) -> list[dict[str,
     if threads:
         listed, params = in_list("thread", [row[0] for row in threads])
         rows = reader.rows(
-            "SELECT thread_id, from_name, from_email FROM messages "
+            "SELECT thread_id, from_name, from_email, id, sealed FROM messages "
             f"WHERE thread_id IN {listed} ORDER BY received_at",
             params,
         )
-        for thread_id, name, email in rows:
+        for thread_id, name, email, message, sealed in rows:
+            if sealed:
+                name = message_column(source, user, message, "from_name", name, True)
+                email = message_column(source, user, message, "from_email", email, True)
             who = name or email
             if who and who not in senders[thread_id]:
                 senders[thread_id].append(who)
+    sealed_subjects = thread_subjects(source, user, [row[0] for row in threads if not row[1]])
     return [
         {
             "id": thread,
-            "subject": subject,
+            "subject": subject or sealed_subjects.get(thread, subject),
             "message_count": messages,
             "unread_count": unread,
             "last_message_at": stamp(last),
@@ -274,6 +307,48 @@ def _opened(
     return open_column(session_of(source), user, message_id, column, value, True)
 
 
+def message_column(
+    source: Source, owner: int, message_id: int, column: str, value: Any, sealed: Any
+) -> Any:
+    """A ``messages`` mail column (``crypto.message_fields``) as readers see it.
+
+    A clear value passes through (``recipients`` as a dictionary); a sealed one is
+    opened with the keys of the source's session, and the cipher (and SQLAlchemy) load
+    for sealed rows only. A reader without keys meets SealedWithoutKeys (one sentence).
+    """
+    if not sealed:
+        return json_value(value) if column == "recipients" and value is not None else value
+    from mailroom.crypto.mail_reading import session_of
+    from mailroom.crypto.message_fields import open_value
+
+    return open_value(session_of(source), owner, message_id, column, value, True)
+
+
+def thread_subjects(source: Source, user: int, thread_ids: Sequence[int]) -> dict[int, str]:
+    """The subject of each of these threads whose oldest message is sealed, opened.
+
+    ``threads.subject`` is '' for them (never a copy of the sealed value): the
+    subject is the oldest message's, as ``conversations.refresh`` picks it.
+    """
+    if not thread_ids:
+        return {}
+    reader = as_reader(source)
+    listed, params = in_list("thread", thread_ids)
+    rows = reader.rows(
+        "SELECT thread_id, id, sealed, subject FROM messages "
+        f"WHERE thread_id IN {listed} AND user_id + 0 = :user ORDER BY received_at, id",
+        {**params, "user": user},
+    )
+    oldest: dict[int, Any] = {}
+    for row in rows:
+        oldest.setdefault(int(row[0]), row)
+    return {
+        thread: str(message_column(source, user, int(mid), "subject", subject, True) or "")
+        for thread, (_t, mid, sealed, subject) in oldest.items()
+        if sealed
+    }
+
+
 def message_details(source: Source, user: int, message_ids: Sequence[int]) -> list[dict[str, Any]]:
     """The user's messages among ``message_ids``, in that order, with bodies and parse
     notes (a thread's messages in three queries, not three per message)."""
@@ -286,7 +361,7 @@ def message_details(source: Source, user: int, message_ids: Sequence[int]) -> li
         row[0]: row[1:]
         for row in reader.rows(
             "SELECT id, recipients, preview, parse_notes, thread_note, category_stage, "
-            f"category_signal FROM messages WHERE id IN {ids_sql}",
+            f"category_signal, sealed FROM messages WHERE id IN {ids_sql}",
             params,
         )
     }
@@ -307,7 +382,16 @@ def message_details(source: Source, user: int, message_ids: Sequence[int]) -> li
         detail = listed.get(message_id)
         if detail is None:
             continue
-        recipients, preview, notes, thread_note, stage, signal = extra[message_id]
+        recipients, preview, notes, thread_note, stage, signal, sealed = extra[message_id]
+        if sealed:  # opened (crypto.message_fields)
+            recipients, preview, signal = (
+                message_column(source, user, message_id, column, value, True)
+                for column, value in (
+                    ("recipients", recipients),
+                    ("preview", preview),
+                    ("category_signal", signal),
+                )
+            )
         text, sanitized, attachments = bodies.get(message_id, ("", None, []))
         addressed = json_value(recipients) or {}
         detail.update(

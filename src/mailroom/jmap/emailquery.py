@@ -27,7 +27,7 @@ touching messages.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -68,6 +68,7 @@ from mailroom.jmap.emailsort import (
 )
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.methods.common import is_int, parse_utc_date
+from mailroom.jmap.sealed_columns import SealedMail, opened
 from mailroom.jmap.textsearch import blind_words_of, fulltext_clause, split_text
 from mailroom.store.models import (
     Label,
@@ -152,6 +153,7 @@ class EmailFilter:
         self.tabs = tabs
         self.simple_mailbox: int | None = None  # set when the filter is only inMailbox
         self.mutable = False  # whether a condition depends on keywords, mailboxes or threads
+        self.sealed = SealedMail(session, user_id)  # the owner's sealed mail, opened when needed
         self._params = 0
         self._terms = 0
 
@@ -244,24 +246,40 @@ class EmailFilter:
         self._count(len(tokens))
         return [token.text for token in tokens]
 
-    def _patterns(self, value: object, name: str) -> list[str]:
-        """One LIKE pattern per token of a text condition."""
-        return [like_pattern(token) for token in self._tokens(value, name)]
-
     def _substrings(self, column: Any, value: object, name: str) -> ColumnElement[bool]:
         lowered = func.lower(column)
-        return and_(
-            true(), *(lowered.like(pattern, escape="\\") for pattern in self._patterns(value, name))
+        tokens = self._tokens(value, name)
+        clear = and_(true(), *(lowered.like(like_pattern(t), escape="\\") for t in tokens))
+        return self._clear_or_sealed(
+            clear, tokens, lambda: self.sealed.substring_matches(name, tokens)
         )
+
+    def _clear_or_sealed(
+        self, clear: ColumnElement[bool], tokens: list[str], sealed: Callable[[], list[int]]
+    ) -> ColumnElement[bool]:
+        """``clear`` for clear rows; for the owner's sealed rows, the ids ``sealed`` matched.
+
+        Sealed columns cannot be matched in SQL: they are opened and matched in Python
+        (``jmap.sealed_columns``), only when the owner has sealed mail.
+        """
+        if not tokens or not self.sealed.present:
+            return clear
+        found = sealed()
+        listed = ", ".join(str(int(message_id)) for message_id in found)
+        matched = sql_condition(f"messages.id IN ({listed})" if found else "1 = 0", {})
+        return or_(and_(not_(Message.sealed), clear), matched)
 
     def _address(self, key: str, value: object, name: str) -> ColumnElement[bool]:
         column = func.lower(cast(Message.recipients[key], String))
         parts: list[ColumnElement[bool]] = []
-        for token in self._tokens(value, name):
+        tokens = self._tokens(value, name)
+        for token in tokens:
             # recipients is JSON: non-ASCII may be stored \u-escaped, so try both spellings
             plain, escaped = like_pattern(token), like_pattern(json.dumps(token)[1:-1])
             parts.append(or_(column.like(plain, escape="\\"), column.like(escaped, escape="\\")))
-        return and_(true(), *parts)
+        return self._clear_or_sealed(
+            and_(true(), *parts), tokens, lambda: self.sealed.address_matches(key, tokens)
+        )
 
     def _header(self, value: object) -> ColumnElement[bool]:
         """``header``: [name] has such a field; [name, text] one whose value holds the text.
@@ -567,9 +585,17 @@ class EmailSearch:
         for index, comparator in enumerate(self.comparators):
             if comparator.property in KEYWORD_SORTS:
                 columns.append(self._flag(comparator).label(f"k{index}"))
+        texts = [column.key for name in TEXT_SORTS & needed for column in simple[name]]
+        sealed = bool(texts) and self.compiler.sealed.present
+        if sealed:  # sealed rows' sort columns are opened below
+            columns += [Message.user_id, Message.sealed]
         # Core rows (no ORM loading): every matching email is read here.
-        rows = self.session.connection().execute(select(*columns).where(self.condition)).all()
-        for row in order_rows(list(rows), self.comparators):
+        rows: list[Any] = list(
+            self.session.connection().execute(select(*columns).where(self.condition)).all()
+        )
+        if sealed:
+            rows = opened(self.session, rows, texts)
+        for row in order_rows(rows, self.comparators):
             yield row.id, row.thread_id
 
     def _collapsed(self, rows: Iterator[tuple[int, int | None]]) -> Iterator[int]:

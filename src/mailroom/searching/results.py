@@ -27,6 +27,7 @@ from mailroom.jmap.errors import MethodError
 from mailroom.jmap.mapping import role_labels
 from mailroom.jmap.methods.snippet import mark_patterns, mark_preview, mark_subject
 from mailroom.listing import PAGE_SIZE, ThreadRow, thread_rows
+from mailroom.reading import message_column
 from mailroom.searching.filters import Filter
 from mailroom.searching.syntax import QueryError
 from mailroom.store.models import Message
@@ -98,12 +99,13 @@ def _rows(
     subject_pattern, preview_pattern = mark_patterns(wanted)
     listed, params = in_list("message", message_ids)
     messages: dict[int, tuple[int, str]] = {}
-    for message, thread, preview in reader.rows(
-        "SELECT messages.id, messages.thread_id, messages.preview FROM messages"
+    for message, thread, preview, sealed in reader.rows(
+        "SELECT messages.id, messages.thread_id, messages.preview, messages.sealed FROM messages"
         f" WHERE messages.id IN {listed} AND messages.user_id = :user",
         {**params, "user": user},
     ):
         if thread is not None:
+            preview = message_column(reader, user, int(message), "preview", preview, sealed)
             messages[int(message)] = (int(thread), preview or "")
     texts: dict[int, dict[str, Any]] = {}
     if preview_pattern is not None:  # the body only when the words may be in it (opened)
@@ -119,10 +121,11 @@ def _rows(
         ):
             threads[int(row[0])] = row
     rows = thread_rows(reader, user, [threads[t] for t in ordered if t in threads])
+    subjects = {row.id: row.subject for row in rows}  # a sealed thread's opened
     matches: dict[int, Match] = {}
     for message, (thread, preview) in messages.items():
         text = texts.get(message, {}).get("text_body") or ""
-        subject = str(threads[thread][1] or "") if thread in threads else ""
+        subject = subjects.get(thread, "")
         matches[thread] = Match(
             message,
             mark_subject(subject, subject_pattern),

@@ -39,6 +39,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from mailroom.jmap.sealed_columns import message_ids_of, opened
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.engine import Store
@@ -151,10 +152,12 @@ def _messages(session: Session, ids: Iterable[int]) -> list[Any]:
     wanted = sorted(set(ids))
     if not wanted:
         return []
-    return list(
+    rows = list(
         session.execute(
             select(
                 Message.id,
+                Message.user_id,
+                Message.sealed,
                 Message.account_id,
                 Message.thread_id,
                 Message.message_id_header,
@@ -170,6 +173,16 @@ def _messages(session: Session, ids: Iterable[int]) -> list[Any]:
             .order_by(Message.id)
         )
     )
+    sealed = [row.id for row in rows if row.sealed]
+    if not sealed:
+        return rows
+    # Sealed rows (crypto.message_fields): columns opened, the Message-ID from the headers.
+    header_ids = message_ids_of(session, sealed)
+    opened_rows = opened(session, rows, ["subject", "from_name", "from_email"])
+    for row in opened_rows:
+        if row.sealed:
+            row.message_id_header = header_ids.get(row.id)
+    return opened_rows
 
 
 def _email_data(row: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.categories.tabs import HELD
 from mailroom.crypto.mail_reading import open_blob
+from mailroom.crypto.message_fields import SEALED_COLUMNS
 from mailroom.jmap import ids
 from mailroom.jmap.bodies import (
     DEFAULT_BODY_PROPERTIES,
@@ -37,6 +38,7 @@ from mailroom.jmap.header_forms import as_date, header_property, raw_fields
 from mailroom.jmap.mapping import role_labels
 from mailroom.jmap.methods.common import utc_date
 from mailroom.jmap.scope import owned_by
+from mailroom.jmap.sealed_columns import message_ids_of, opened
 from mailroom.labels.keywords import FLAGGED, SEEN, stored_keywords
 from mailroom.mime.msgids import parse_id_list
 from mailroom.mime.structure import Part
@@ -195,14 +197,22 @@ class EmailReader:
         ]
         if wanted & {"to", "cc", "bcc", "replyTo"}:
             columns.append(Message.recipients)
-        messages = {
-            row.id: row
-            for row in self.session.execute(
-                select(*columns).where(
+        rows: list[Any] = list(
+            self.session.execute(
+                select(*columns, Message.user_id, Message.sealed).where(
                     Message.id.in_(message_ids), owned_by(Message.user_id, self.user_id)
                 )
-            )
-        }
+            ).all()
+        )
+        sealed_ids = [row.id for row in rows if row.sealed]
+        if sealed_ids:  # mail columns opened; the Message-ID from the sealed header list
+            rows = opened(self.session, rows, [c.key for c in columns if c.key in SEALED_COLUMNS])
+            if "messageId" in wanted:
+                header_ids = message_ids_of(self.session, sealed_ids)
+                for row in rows:
+                    if row.sealed:
+                        row.message_id_header = header_ids.get(row.id)
+        messages = {row.id: row for row in rows}
         found = list(messages)
         labels = self.labels(found) if wanted & {"mailboxIds", "keywords"} else {}
         stored = stored_keywords(self.session, found) if "keywords" in wanted else {}

@@ -30,6 +30,7 @@ from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.mapping import role_labels
 from mailroom.jmap.methods.common import TABS
 from mailroom.jmap.scope import owned_by
+from mailroom.jmap.sealed_columns import opened
 from mailroom.jmap.textsearch import Token, split_text
 from mailroom.store.models import Message
 
@@ -187,13 +188,11 @@ def snippet_get(context: Context, session: Session, args: dict[str, Any]) -> dic
     subject_pattern, preview_pattern = mark_patterns(node)
     parsed = {value: ids.parse_email(value) for value in wanted}
     wanted_ids = [m for m in parsed.values() if m is not None]
-    query = select(Message.id, Message.subject)
-    rows = {
-        row.id: row
-        for row in session.execute(
-            query.where(Message.id.in_(wanted_ids), owned_by(Message.user_id, user_id))
-        )
-    }
+    query = select(Message.id, Message.user_id, Message.sealed, Message.subject)
+    selected = session.execute(
+        query.where(Message.id.in_(wanted_ids), owned_by(Message.user_id, user_id))
+    ).all()
+    rows = {row.id: row for row in opened(session, selected, ["subject"])}
     texts: dict[int, dict[str, Any]] = {}
     if preview_pattern is not None:
         texts = columns_of(session, list(rows), ["text_body"])

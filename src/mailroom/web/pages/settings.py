@@ -36,6 +36,7 @@ from starlette.routing import Route
 from mailroom.categories.correspondents import switched_off
 from mailroom.categories.recompute import recategorize
 from mailroom.categories.tabs import CATEGORIES, PRIMARY
+from mailroom.crypto.message_fields import open_rows
 from mailroom.errors import NotFoundError, RuleError
 from mailroom.events.feed_tokens import feed_made_at
 from mailroom.jmap.auth import create_token, list_tokens, revoke_token
@@ -198,9 +199,13 @@ def rule_from_form(form: dict[str, str]) -> RuleSpec:
 def rule_preview(session: Session, user_id: int, spec: RuleSpec) -> RuleTest:
     """The user's existing messages the rule's conditions match (newest first)."""
     where = [Message.user_id == user_id, *condition_clauses(session, spec.conditions, user_id)]
-    subjects = session.scalars(
-        select(Message.subject).where(*where).order_by(Message.id.desc()).limit(PREVIEW)
+    found = session.execute(
+        select(Message.id, Message.user_id, Message.sealed, Message.subject)
+        .where(*where)
+        .order_by(Message.id.desc())
+        .limit(PREVIEW)
     ).all()
+    subjects = [row["subject"] for row in open_rows(session, found, ["subject"])]
     count = session.scalar(select(func.count()).select_from(Message).where(*where)) or 0
     return RuleTest(spec.describe(), count, [s or "(no subject)" for s in subjects])
 

@@ -43,12 +43,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mailroom.categories.recompute import explain
 from mailroom.crypto.mail_reading import raw_message
+from mailroom.crypto.message_fields import open_rows
 from mailroom.errors import NotFoundError
 from mailroom.jmap import ids
 from mailroom.jmap.blobs import blob_data, find_blob
 from mailroom.jmap.bodies import find_part, parse_structure, part_content
 from mailroom.labels.operations import Operations
-from mailroom.reading import message_detail, message_details
+from mailroom.reading import message_detail, message_details, thread_subjects
 from mailroom.store.models import Message, Thread, ThreadLabel
 from mailroom.store.reader import as_reader, required_stamp
 from mailroom.web.display import full_time
@@ -147,10 +148,15 @@ def thread_page(request: Request, user: SignedIn) -> Response:
         here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         bar = toolbar(frame, [thread_id], back=back, here=here, present=present)
         around = neighbours(as_reader(session), frame, thread, back)
+        # A sealed thread keeps no subject: its oldest message's, opened.
+        subject = thread.subject or thread_subjects(session, user.user_id, [thread_id]).get(
+            thread_id, ""
+        )
     return render(
         frame,
         "thread.html",
         thread=thread,
+        subject=subject,
         messages=shown,
         events=events,
         why=why,
@@ -295,11 +301,12 @@ def allow_sender_images(request: Request, user: SignedIn) -> Response:
     with context(request).store.session() as session:
         sender = None
         if message_id.isdigit():
-            sender = session.scalar(
-                select(Message.from_email).where(
+            found = session.execute(
+                select(Message.id, Message.user_id, Message.sealed, Message.from_email).where(
                     Message.id == int(message_id), Message.user_id == user.user_id
                 )
-            )
+            ).all()
+            sender = open_rows(session, found, ["from_email"])[0]["from_email"] if found else None
         if not sender:
             return page("missing.html", 404, what=f"message {message_id}", user=user)
         allow_images_from(session, user.user_id, sender)

@@ -1,0 +1,153 @@
+"""JMAP over sealed ``messages`` rows: columns opened for reading, matching and sorting.
+
+A sealed row's mail columns (``crypto.message_fields``) are ``mrf1.`` text and its
+``message_id_header`` a keyed hash, so SQL can neither show, match nor sort them.
+Email/get opens the rows it selected (:func:`opened`); Email/query's address and
+subject filters and its text sorts match and sort the opened values in Python
+(:class:`SealedMail`) and hand the matching ids back to SQL. Every function here
+costs one cheap query, or nothing, for an owner without sealed mail: clear mode is
+unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from mailroom.crypto.mail_reading import columns_of
+from mailroom.crypto.message_fields import open_rows
+from mailroom.mime.msgids import normalize_message_id
+from mailroom.store.keys import id_key
+from mailroom.store.models import Message
+
+__all__ = ["SealedMail", "has_sealed_mail", "message_ids_of", "opened", "sql_lower"]
+
+_HAS_KEY = "SELECT 1 FROM owner_keys WHERE user_id = :owner LIMIT 1"
+# Newest first: the owner's sealed rows are the recent ones, found at once by the index.
+_HAS_SEALED = (
+    "SELECT 1 FROM messages WHERE user_id = :owner AND sealed ORDER BY received_at DESC LIMIT 1"
+)
+
+
+def has_sealed_mail(session: Session, owner: int) -> bool:
+    """Whether ``owner`` has a sealed message (an owner without a data key has none)."""
+    params = {"owner": owner}
+    if session.execute(text(_HAS_KEY), params).first() is None:
+        return False
+    return session.execute(text(_HAS_SEALED), params).first() is not None
+
+
+def opened(session: Session, rows: Iterable[Any], columns: Sequence[str]) -> list[Any]:
+    """Rows (each with ``id``, ``user_id``, ``sealed`` and ``columns``) with those opened.
+
+    Attribute access as on the SQLAlchemy rows they replace.
+    """
+    return [SimpleNamespace(**values) for values in open_rows(session, rows, columns)]
+
+
+def message_ids_of(session: Session, message_ids: Sequence[int]) -> dict[int, str | None]:
+    """The Message-ID of sealed messages as ``messages.message_id_header`` of a clear row holds it.
+
+    A sealed row stores only its keyed hash: the clear id comes from the sealed header
+    list (its first Message-ID field, normalized and index-keyed as ingest does).
+    """
+    found: dict[int, str | None] = {}
+    for message_id, columns in columns_of(session, message_ids, ["headers"]).items():
+        values = [str(p[1]) for p in columns["headers"] or [] if str(p[0]).lower() == "message-id"]
+        ident = normalize_message_id(values[0]) if values else None
+        found[message_id] = id_key(ident) if ident else None
+    return found
+
+
+def sql_lower(dialect: str, value: str) -> str:
+    """``lower(value)`` as the store's SQL computes it (SQLite folds ASCII letters only)."""
+    if dialect != "sqlite":
+        return value.lower()
+    return value.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+class SealedMail:
+    """The owner's sealed messages with their address and subject columns opened, read once.
+
+    For Email/query's ``from``, ``to``, ``cc``, ``bcc`` and ``subject`` conditions on sealed
+    rows: each condition is tested on the opened values exactly as the SQL tests a clear
+    row (lower-cased substrings, as the store folds case), and the matching ids go back
+    into the SQL condition.
+    """
+
+    COLUMNS = ("subject", "from_name", "from_email", "recipients")
+
+    def __init__(self, session: Session, owner: int) -> None:
+        self.session = session
+        self.owner = owner
+        self.dialect = session.get_bind().dialect.name
+        self._present: bool | None = None
+        self._rows: list[Any] | None = None
+
+    @property
+    def present(self) -> bool:
+        """Whether the owner has sealed mail (asked once)."""
+        if self._present is None:
+            self._present = has_sealed_mail(self.session, self.owner)
+        return self._present
+
+    def rows(self) -> list[Any]:
+        """Every sealed message of the owner, its columns opened (read on first use)."""
+        if self._rows is None:
+            self._rows = []
+            if self.present:
+                found = self.session.execute(
+                    select(
+                        Message.id,
+                        Message.user_id,
+                        Message.sealed,
+                        *(getattr(Message, c) for c in self.COLUMNS),
+                    ).where(Message.user_id == self.owner, Message.sealed)
+                ).all()
+                self._rows = opened(self.session, found, self.COLUMNS)
+        return self._rows
+
+    def _lower(self, value: str) -> str:
+        return sql_lower(self.dialect, value)
+
+    def substring_matches(self, name: str, tokens: Sequence[str]) -> list[int]:
+        """Sealed ids whose ``from`` or ``subject`` holds every token (lower-cased)."""
+        wanted = [token.lower() for token in tokens]
+        found = []
+        for row in self.rows():
+            if name == "from":
+                value = f"{row.from_name or ''} <{row.from_email or ''}>"
+            else:
+                value = str(row.subject or "")
+            lowered = self._lower(value)
+            if all(token in lowered for token in wanted):
+                found.append(int(row.id))
+        return found
+
+    def address_matches(self, key: str, tokens: Sequence[str]) -> list[int]:
+        """Sealed ids whose recipients ``key`` (to, cc, bcc) hold every token.
+
+        The clear SQL matches the lower-cased JSON text of the list as the store returns
+        it (the serializer's ASCII escapes kept; SQLite's without spaces), with either
+        spelling of a non-ASCII token: so does this, on that text of the opened list.
+        """
+        import json
+
+        wanted = [(token.lower(), json.dumps(token)[1:-1].lower()) for token in tokens]
+        separators = (",", ":") if self.dialect == "sqlite" else (", ", ": ")
+        found = []
+        for row in self.rows():
+            listed = (row.recipients or {}).get(key)
+            if listed is None:
+                continue
+            text = self._lower(json.dumps(listed, separators=separators))
+            if all(plain in text or escaped in text for plain, escaped in wanted):
+                found.append(int(row.id))
+        return found

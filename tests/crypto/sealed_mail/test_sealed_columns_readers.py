@@ -1,0 +1,178 @@
+"""Web, CLI read models and webhooks over sealed ``messages`` columns: clear text, never ``mrf1.``.
+
+Each reader is asked about a sealed message and must show what the same mail
+shows when kept clear: subject, sender, recipients, preview and Message-ID.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+from mailroom.errors import SealedWithoutKeys
+from mailroom.listing import thread_rows
+from mailroom.reading import list_messages, message_detail, newest_threads
+from mailroom.store.engine import Store
+from mailroom.store.models import Message, Thread
+from mailroom.store.reader import SqliteReader
+from mailroom.web.app import create_app
+from mailroom.webhooks.worker import WebhookWorker
+from tests.crypto.sealed_mail.conftest import SUBJECT
+from tests.factories import make_message
+from tests.helpers import ingest, make_account
+from tests.jmap.conftest import serve
+from tests.web.conftest import add_user, browser, sign_in
+from tests.webhooks.support import Clock, Receiver, endpoint_for, hook_settings
+
+SENDER = ("Wilhelmina Stroud", "wil@stroud.example")
+TO = ("Oswin Fairweather", "oswin@fair.example")
+PREVIEW = "The hangar doors are stuck again"
+
+
+def _mail(message_id: str, subject: str = SUBJECT, minutes: int = 0) -> bytes:
+    return make_message(
+        message_id,
+        subject=subject,
+        sender=f"{SENDER[0]} <{SENDER[1]}>",
+        to=f"{TO[0]} <{TO[1]}>",
+        body=f"{PREVIEW}.\n",
+        minutes=minutes,
+    )
+
+
+def _sealed_thread(store: Store) -> tuple[tuple[int, int, int], list[int]]:
+    account = make_account(store, "me")
+    raws = [
+        ("1", _mail("first@sealed")),
+        (
+            "2",
+            make_message(
+                "second@sealed",
+                subject=f"Re: {SUBJECT}",
+                in_reply_to="first@sealed",
+                sender="Oswin <oswin@fair.example>",
+                minutes=5,
+            ),
+        ),
+    ]
+    created = ingest(store, account, raws).created_ids
+    with store.session() as session:
+        assert all(session.scalars(select(Message.sealed)).all())
+        (thread,) = set(session.scalars(select(Message.thread_id)).all())
+        stored = session.scalar(select(Thread.subject).where(Thread.id == thread))
+        assert "mrf1." not in str(stored)
+    return account, created
+
+
+def test_read_models_open_sealed_columns(sealed_store: Store) -> None:
+    account, (first, second) = _sealed_thread(sealed_store)
+    user = account[0]
+    with sealed_store.session() as session:
+        listed = {row["id"]: row for row in list_messages(session, user)}
+        assert listed[first]["subject"] == SUBJECT
+        assert (listed[first]["from_name"], listed[first]["from"]) == SENDER
+        assert listed[first]["message_id"] == "first@sealed"
+        detail = message_detail(session, user, first)
+        assert detail["to"] == [list(TO)] and detail["preview"].startswith(PREVIEW)
+        (thread,) = newest_threads(session, user)
+        assert thread["subject"] == SUBJECT  # the oldest message's, opened
+        assert thread["senders"] == [SENDER[0], "Oswin"]
+        (row,) = thread_rows(
+            session,
+            user,
+            session.execute(
+                select(
+                    Thread.id,
+                    Thread.subject,
+                    Thread.message_count,
+                    Thread.unread_count,
+                    Thread.last_message_at,
+                    Thread.category,
+                )
+            ).all(),
+        )
+        assert row.subject == SUBJECT and row.senders[0][0] == SENDER[0]
+        assert row.preview.startswith("Hi there")  # the newest message's preview
+        everything = str([listed, detail, thread, row])
+    assert "mrf1." not in everything and second in listed
+
+
+def test_a_reader_without_keys_says_so(sealed_store: Store) -> None:
+    if sealed_store.dialect != "sqlite":
+        pytest.skip("the standard-library reader reads SQLite files only")
+    account, _ = _sealed_thread(sealed_store)
+    reader = SqliteReader(Path(make_url(sealed_store.engine.url).database or ""))
+    try:
+        for read in (list_messages, newest_threads):
+            with pytest.raises(SealedWithoutKeys, match="sealed"):
+                read(reader, account[0])
+    finally:
+        reader.connection.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A recording HTTP receiver on 127.0.0.1 (as the webhook tests use)."""
+    server = Receiver()
+    yield server
+    server.down()
+
+
+@pytest.fixture
+def web(sealed_store: Store) -> Iterator[str]:
+    """The web application over the sealing store."""
+    yield from serve(create_app(sealed_store))
+
+
+def test_web_pages_show_opened_columns(sealed_store: Store, web: str) -> None:
+    _sealed_thread(sealed_store)
+    add_user(sealed_store, "me")
+    client = browser(web)
+    assert sign_in(client, web, "me").status_code == 303
+    with sealed_store.session() as session:
+        (thread,) = session.scalars(select(Thread.id)).all()
+    try:
+        pages = {
+            "inbox": client.get("/"),
+            "thread": client.get(f"/threads/{thread}"),
+            "search": client.get("/search", params={"q": "from:stroud"}),
+            "subject search": client.get("/search", params={"q": "subject:hangar"}),
+        }
+    finally:
+        client.close()
+    for name, page in pages.items():
+        assert page.status_code == 200, name
+        assert "mrf1." not in page.text, name
+        assert SUBJECT in page.text.replace("<mark>", "").replace("</mark>", ""), name
+    assert "Wilhelmina" in pages["inbox"].text and "(no subject)" not in pages["inbox"].text
+    assert f"<title>{SUBJECT}" in pages["thread"].text
+    assert "<mark>hangar</mark>" in pages["subject search"].text
+    assert TO[0] in pages["thread"].text
+
+
+def test_webhook_events_carry_opened_columns(
+    sealed_store: Store, tmp_path: Path, receiver: Receiver
+) -> None:
+    settings = hook_settings(tmp_path)
+    account = make_account(sealed_store, "me")
+    endpoint_for(sealed_store, settings, receiver.url, account[0])
+    with sealed_store.session() as session:
+        from mailroom.store.models import Account, utcnow
+
+        row = session.get(Account, account[1])
+        assert row is not None
+        row.import_finished_at = utcnow()
+    ingest(sealed_store, account, [("1", _mail("hooked@sealed"))])
+    worker = WebhookWorker(sealed_store, settings, clock=Clock())
+    worker.run_once()
+    worker.close()
+    events = [json.loads(request.body) for request in receiver.requests]
+    (event,) = [event for event in events if event["type"] == "messageNew"]
+    assert event["data"]["subject"] == SUBJECT
+    assert event["data"]["messageId"] == "hooked@sealed"
+    assert event["data"]["from"] == {"name": SENDER[0], "email": SENDER[1]}
