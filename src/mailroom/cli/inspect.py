@@ -106,7 +106,7 @@ def list_command(
         unread=unread,
         repaired=repaired,
     )
-    rows = list_messages(reader, user, limit=limit, where=where)
+    rows = _opened(app, lambda source: list_messages(source, user, limit=limit, where=where))
     total = count_messages(reader, user, where) if limit is not None else len(rows)
     if output == "jsonl":
         _print(rows, output)
@@ -131,7 +131,7 @@ def search_command(app: AppContext, query: str, owner: str, output: str, limit: 
     reader = app.reader
     user = user_id(reader, owner)
     ids = search_ids(reader, user, query, limit, sealed_search_terms(app, user, query))
-    rows = list_messages(reader, user, ids=ids) if ids else []
+    rows = _opened(app, lambda source: list_messages(source, user, ids=ids)) if ids else []
     if not rows and output == "table":
         click.echo(f"No message matches {query!r}.")
         return

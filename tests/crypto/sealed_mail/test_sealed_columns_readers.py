@@ -176,3 +176,39 @@ def test_webhook_events_carry_opened_columns(
     assert event["data"]["subject"] == SUBJECT
     assert event["data"]["messageId"] == "hooked@sealed"
     assert event["data"]["from"] == {"name": SENDER[0], "email": SENDER[1]}
+
+
+def test_the_cli_lists_searches_and_shows_sealed_mail(store: Store, tmp_path: Path) -> None:
+    """`mailroom list`, `search` and `show` open sealed rows with the installation's key
+    (the bare SQLite reader has none: the command reads again through the store)."""
+    import base64
+    import os
+
+    from click.testing import CliRunner
+
+    from mailroom.cli.main import cli
+    from mailroom.crypto import MasterKeyWrapper
+    from mailroom.crypto.sealing import MailSealing
+
+    key = os.urandom(32)
+    store.sealing = MailSealing(MasterKeyWrapper(key), seal_new_mail=True)
+    _, (first, _second) = _sealed_thread(store)
+    url = store.engine.url.render_as_string(hide_password=False)
+    with_key = {
+        "MAILROOM_DATA_DIR": str(tmp_path / "data"),
+        "MAILROOM_MASTER_KEY": base64.urlsafe_b64encode(key).decode(),
+    }
+
+    def run(*args: str, env: dict[str, str] = with_key) -> str:
+        result = CliRunner().invoke(cli, ["--database-url", url, *args], env=env)
+        assert "Traceback" not in result.output, result.output
+        return result.output
+
+    for args in (["list", "--owner", "me"], ["search", "hangar", "--owner", "me"]):
+        said = run(*args, "--format", "jsonl")
+        assert SUBJECT in said and SENDER[1] in said and "mrf1." not in said, said
+        assert "first@sealed" in said
+    shown = run("show", str(first), "--owner", "me")
+    assert SUBJECT in shown and TO[1] in shown and "mrf1." not in shown
+    keyless = run("list", "--owner", "me", env={"MAILROOM_DATA_DIR": with_key["MAILROOM_DATA_DIR"]})
+    assert "sealed" in keyless and "mrf1." not in keyless and SUBJECT not in keyless
