@@ -311,9 +311,10 @@ class SubjectRescue:
         assert self.lookups is not None
         stored = {f.message_id_header for f in everything if f.message_id_header}
         stored.update(ref for names in refs.values() for ref in names)
-        for form, clear in self.lookups.id_forms(stored - self.forms.keys()).items():
-            if form in stored:
-                self.forms.setdefault(form, clear)
+        for value in sorted(stored - self.forms.keys()):  # each may be a clear id
+            for form in self.lookups.id_forms([value]):
+                if form != value and form in stored:
+                    self.forms.setdefault(form, value)
         if not self.forms:
             return
         for facts in everything:
