@@ -51,6 +51,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.mail_reading import columns_of, open_blob
+from mailroom.crypto.message_fields import open_rows
 from mailroom.mime.charsets import decode_bytes
 from mailroom.mime.msgids import normalize_message_id, parse_id_list
 from mailroom.mime.structure import Part, build_tree, header_params, iter_parts, payload_bytes
@@ -214,16 +215,20 @@ def _candidates(session: Session, message_ids: Sequence[int]) -> list[int]:
     rows = session.execute(
         select(
             Message.id,
+            Message.user_id,
+            Message.sealed,
             Message.from_email,
             Message.received_at,
-            first_sent,
+            first_sent.label("since"),
         )
         .join(MessageBody, MessageBody.message_id == Message.id)
         .where(Message.id.in_(sorted(set(message_ids))), first_sent.is_not(None))
     ).all()
     bodies = columns_of(session, [row[0] for row in rows], ["headers", "attachments"])
     found: list[int] = []
-    for message_id, from_email, received_at, since in rows:
+    for row in open_rows(session, rows, ["from_email"]):
+        message_id, from_email = row["id"], row["from_email"]
+        received_at, since = row["received_at"], row["since"]
         if received_at + CLOCK_SLACK < since:
             continue
         headers = bodies.get(message_id, {}).get("headers")

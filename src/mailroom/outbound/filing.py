@@ -49,6 +49,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.mail_reading import open_blob
+from mailroom.crypto.message_fields import LookupKeys
 from mailroom.ingest.batch import store_batch
 from mailroom.ingest.model import BatchResult, IncomingMessage
 from mailroom.ingest.steps import run_steps
@@ -174,11 +175,12 @@ def _mark_answered(
     keys = [id_key(ref) for ref in parsed.in_reply_to]
     if not keys:
         return
+    forms = LookupKeys(session, user_id).id_forms(keys)  # sealed rows store keyed hashes
     replied = [
         message_id
         for message_id in session.scalars(
             select(Message.id).where(
-                Message.user_id == user_id, Message.message_id_header.in_(keys)
+                Message.user_id == user_id, Message.message_id_header.in_(sorted(forms))
             )
         )
         if message_id != sent_id

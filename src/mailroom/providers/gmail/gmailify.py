@@ -47,6 +47,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.categories.explaining import addresses_in
 from mailroom.crypto.mail_reading import columns_of
+from mailroom.crypto.message_fields import LookupKeys
 from mailroom.ingest.mirror import ChangeSet
 from mailroom.ingest.model import IncomingMessage
 from mailroom.mime.msgids import normalize_message_id
@@ -157,13 +158,14 @@ def linked_rows(
             wanted[gmail_id] = (sibling, key)
     if not wanted:
         return {}
+    forms = LookupKeys(session, user_id).id_forms({k for _s, k in wanted.values()})
     held = {
-        (int(account), str(key)): int(message_id)
-        for message_id, account, key in session.execute(
+        (int(account), forms[str(stored)]): int(message_id)
+        for message_id, account, stored in session.execute(
             select(Message.id, Message.account_id, Message.message_id_header).where(
                 Message.user_id == user_id,
                 Message.account_id.in_({s.account_id for s, _k in wanted.values()}),
-                Message.message_id_header.in_({k for _s, k in wanted.values()}),
+                Message.message_id_header.in_(sorted(forms)),
             )
         )
     }
@@ -222,12 +224,13 @@ def claim_linked(
             by_key.setdefault(key, item)
     if not by_key:
         return list(items)
+    forms = LookupKeys(session, user_id).id_forms(by_key)  # sealed rows hold keyed hashes
     candidates = session.execute(
         select(Message.id, Message.account_id, Message.provider_id, Message.message_id_header)
         .where(
             Message.user_id == user_id,
             Message.account_id.in_(gmail),
-            Message.message_id_header.in_(list(by_key)),
+            Message.message_id_header.in_(sorted(forms)),
         )
         .order_by(Message.id)
     ).all()
@@ -243,7 +246,8 @@ def claim_linked(
     claimed: dict[str, int] = {}  # provider id of the item → the row it takes over
     ledger: dict[int, list[SkippedEntry]] = {}  # Gmail account → its ids now elsewhere
     for row in candidates:
-        wanted = by_key.get(str(row.message_id_header))
+        key = forms[str(row.message_id_header)]
+        wanted = by_key.get(key)
         if wanted is None:
             continue
         holder = int(row.account_id)
@@ -254,7 +258,7 @@ def claim_linked(
             continue
         claimed[wanted.provider_id] = int(row.id)
         ledger.setdefault(holder, []).append(linked_entry(str(row.provider_id), str(me.name)))
-        del by_key[str(row.message_id_header)]
+        del by_key[key]
     if not claimed:
         return list(items)
     _move(session, account_id, user_id, claimed, items, ledger)

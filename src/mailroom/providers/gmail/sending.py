@@ -24,11 +24,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
+from mailroom.crypto.message_fields import LookupKeys
 from mailroom.mime.msgids import normalize_message_id
 from mailroom.outbound.base import RefusedError, SendResult
 from mailroom.providers.gmail.connection import GmailAccount, open_account
 from mailroom.providers.gmail.errors import GmailRequestError
 from mailroom.store.engine import Store
+from mailroom.store.keys import id_key
 from mailroom.store.models import Account, Message
 
 __all__ = ["GmailTransport", "gmail_transport", "reply_thread"]
@@ -43,11 +45,15 @@ def reply_thread(session: Session, account_id: int, raw: bytes) -> str | None:
     wanted = normalize_message_id(str(parent).strip())
     if not wanted:
         return None
+    owner = session.scalar(select(Account.user_id).where(Account.id == account_id))
+    if owner is None:
+        return None
+    forms = LookupKeys(session, owner).id_forms([id_key(wanted)])  # sealed: keyed hashes
     return session.scalar(
         select(Message.provider_thread_id)
         .where(
             Message.account_id == account_id,
-            Message.message_id_header == wanted,
+            Message.message_id_header.in_(sorted(forms)),
             Message.provider_thread_id.is_not(None),
         )
         .limit(1)
