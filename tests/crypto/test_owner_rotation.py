@@ -13,10 +13,14 @@ from mailroom.cli.main import cli
 from mailroom.crypto import FieldCipher, MasterKeyWrapper, OwnerKeys
 from mailroom.crypto.columns import EncryptedColumn
 from mailroom.crypto.fields import from_text, to_text, version_of
+from mailroom.crypto.lookup_rotation import PROGRESS_KEY
 from mailroom.crypto.owner_rotation import Rotator, start_rotation
+from mailroom.crypto.sealing import MailSealing
 from mailroom.store.engine import Store
-from mailroom.store.models import AuditEntry, KeyRotation, WebhookEndpoint
+from mailroom.store.models import AuditEntry, KeyRotation, Message, MessageRef, WebhookEndpoint
 from tests.crypto.conftest import add_owner
+from tests.factories import make_message
+from tests.helpers import ingest, make_account
 
 URLS = EncryptedColumn("webhook_endpoints", "url", text=True)
 
@@ -157,3 +161,105 @@ def test_the_commands_start_and_resume_a_rotation(store: Store, tmp_path: Path) 
     with store.session() as session:
         assert OwnerKeys(session, MasterKeyWrapper(key)).versions(alice) == [3]
     assert "There is no user called 'nobody'" in run("rotate-owner", "nobody")
+
+
+def _rotation_mail(mid: str, subject: str, sender: str, to: str, **kw: object) -> bytes:
+    return make_message(f"{mid}@rot", subject=subject, sender=sender, to=to, **kw)  # type: ignore[arg-type]
+
+
+_ALICE, _BOB = "Alice <alice@example.org>", "Bob <bob@example.net>"
+
+
+def _thread_of(store: Store, owner: int, provider_id: str) -> int:
+    with store.session() as session:
+        found = session.scalar(
+            select(Message.thread_id).where(
+                Message.user_id == owner, Message.provider_id == provider_id
+            )
+        )
+    assert found is not None
+    return found
+
+
+def _lookup_columns(store: Store, owner: int) -> dict[str, tuple[object, ...]]:
+    """Each message's stored Message-ID, subject key and references, by provider id."""
+    with store.session() as session:
+        rows = session.execute(
+            select(Message.id, Message.provider_id, Message.message_id_header, Message.subject_key)
+            .where(Message.user_id == owner)
+            .order_by(Message.id)
+        ).all()
+        refs = session.execute(select(MessageRef.message_id, MessageRef.ref)).all()
+    return {
+        provider: (header, key, tuple(sorted(r for m, r in refs if m == message_id)))
+        for message_id, provider, header, key in rows
+    }
+
+
+def test_replies_thread_onto_sealed_mail_during_and_after_a_rotation(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """The last pass re-hashes sealed Message-IDs, references and subject keys, in resumable
+    batches, before the old version goes: replies, replies naming only a shared ancestor and
+    replies naming no parent (subject rescue) still find sealed mail stored under version 1."""
+    store.sealing = MailSealing(wrapper, seal_new_mail=True)
+    account = make_account(store)
+    owner = account[0]
+    lost = ["lost-root@rot"]  # an ancestor never stored: it ties its replies together
+    ingest(
+        store,
+        account,
+        [
+            ("p", _rotation_mail("p", "Plan", _ALICE, _BOB)),
+            ("q", _rotation_mail("q", "Budget", _ALICE, _BOB, minutes=1)),
+            ("k", _rotation_mail("k", "Re: Old", _BOB, _ALICE, minutes=2, references=lost)),
+            ("x1", _rotation_mail("x1", "Other one", _BOB, _ALICE, minutes=3)),
+            ("x2", _rotation_mail("x2", "Other two", _BOB, _ALICE, minutes=4)),
+        ],
+    )
+    before = _lookup_columns(store, owner)
+    rotation_id = _start(store, wrapper, owner)
+    # Meanwhile both versions are looked up: a reply stored under version 2 finds its parent.
+    ingest(store, account, [("p1", _rotation_mail("p1", "Re: Plan", _BOB, _ALICE, minutes=5,
+                                                  in_reply_to="p@rot"))])  # fmt: skip
+    assert _thread_of(store, owner, "p1") == _thread_of(store, owner, "p")
+    rotator = Rotator(store, wrapper, batch=2)
+    halfway = False
+    while not rotator.run_batch(rotation_id):
+        with store.session() as session:
+            rotation = session.get(KeyRotation, rotation_id)
+            assert rotation is not None
+            if int(rotation.progress.get(PROGRESS_KEY, 0)) > 0:
+                halfway = True  # a kill here resumes after the last batch re-hashed
+    assert halfway
+    after = _lookup_columns(store, owner)
+    with store.session() as session:
+        assert OwnerKeys(session, wrapper).versions(owner) == [2]
+        rotation = session.get(KeyRotation, rotation_id)
+        assert rotation is not None and rotation.progress[PROGRESS_KEY] == -1
+        cipher = FieldCipher(OwnerKeys(session, wrapper))
+        assert after["p"][0] == cipher.lookup_hash(owner, "message-id", "p@rot")
+        assert after["k"][2] == (cipher.lookup_hash(owner, "message-id", "lost-root@rot"),)
+        assert after["p1"][2] == (after["p"][0],)  # written under version 2: unchanged
+    for provider in ("p", "q", "k", "x1", "x2"):
+        assert after[provider] != before[provider]  # every column re-hashed, none left behind
+        assert after[provider][1] != before[provider][1]
+    assert after["p1"] == _lookup_columns(store, owner)["p1"]
+
+    ingest(
+        store,
+        account,
+        [
+            ("p2", _rotation_mail("p2", "Re: Plan", _ALICE, _BOB, minutes=6,
+                                  in_reply_to="p@rot")),
+            ("q1", _rotation_mail("q1", "AW: Budget", _BOB, _ALICE, minutes=7)),
+            ("k1", _rotation_mail("k1", "Re: Old", _ALICE, _BOB, minutes=8, references=lost)),
+            ("x3", _rotation_mail("x3", "Re: Other one", _ALICE, _BOB, minutes=9,
+                                  in_reply_to="x1@rot")),
+        ],
+    )  # fmt: skip
+    assert _thread_of(store, owner, "p2") == _thread_of(store, owner, "p")
+    assert _thread_of(store, owner, "q1") == _thread_of(store, owner, "q")
+    assert _thread_of(store, owner, "k1") == _thread_of(store, owner, "k")
+    assert _thread_of(store, owner, "x3") == _thread_of(store, owner, "x1")  # its only parent
+    assert len({_thread_of(store, owner, p) for p in ("p", "q", "k", "x1", "x2")}) == 5
