@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -10,9 +11,11 @@ from sqlalchemy.orm import Session
 from mailroom.assistant.base import MailFacts
 from mailroom.categories.explaining import first_headers
 from mailroom.crypto.mail_reading import columns_of
+from mailroom.crypto.message_fields import open_rows
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Message
 
+_OPENED = ("from_name", "from_email", "subject", "preview")  # clear text for the model
 TEXT_CHARS = 2000  # of the body: enough to tell a newsletter from a note, and a bounded prompt
 
 
@@ -20,10 +23,11 @@ def load_mail(session: Session, message_ids: Sequence[int]) -> dict[int, MailFac
     """The facts of these stored messages, by id (messages that are gone are left out)."""
     found: dict[int, MailFacts] = {}
     for chunk in in_chunks(sorted(set(message_ids))):
-        rows = session.execute(
+        selected = session.execute(
             select(
                 Message.id,
                 Message.user_id,
+                Message.sealed,
                 Message.from_name,
                 Message.from_email,
                 Message.subject,
@@ -32,6 +36,7 @@ def load_mail(session: Session, message_ids: Sequence[int]) -> dict[int, MailFac
                 Message.category_stage,
             ).where(Message.id.in_(chunk))
         )
+        rows = [SimpleNamespace(**row) for row in open_rows(session, selected, _OPENED)]
         bodies = columns_of(session, chunk, ["text_body", "headers"])
         for row in rows:
             body = bodies.get(row.id, {})

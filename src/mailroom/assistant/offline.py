@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, and_, not_, or_, select
 from sqlalchemy.orm import Session
 
 from mailroom.assistant.base import MailFacts, Verdict
@@ -35,7 +35,9 @@ from mailroom.assistant.embedding import MiniLM
 from mailroom.assistant.linear import LinearModel, train
 from mailroom.assistant.mail import load_mail
 from mailroom.categories.learned import corrections_of
+from mailroom.categories.sealed_rows import has_sealed, id_in, sealed_matching
 from mailroom.categories.tabs import CATEGORIES, PRIMARY
+from mailroom.crypto.message_fields import open_rows
 from mailroom.store.engine import Store
 from mailroom.store.models import Message, User
 
@@ -95,23 +97,36 @@ def training_examples(session: Session, user_id: int) -> list[tuple[int, str]]:
     """(message id, tab) of the owner's corrected and confidently sorted mail, newest first."""
     corrected = corrections_of(session.scalar(select(User.settings).where(User.id == user_id)))
     senders = sorted(corrected)
+    by_sender: ColumnElement[bool] = (
+        Message.from_email.in_(senders) if senders else Message.id.is_(None)
+    )
+    if senders and has_sealed(session, user_id):  # a sealed sender is compared once opened
+        wanted = set(senders)
+        opened = sealed_matching(
+            session, user_id, ["from_email"], lambda row: row["from_email"] in wanted
+        )
+        by_sender = or_(and_(not_(Message.sealed), by_sender), id_in(opened))
     rows = session.execute(
-        select(Message.id, Message.from_email, Message.category, Message.category_stage)
+        select(
+            Message.id,
+            Message.user_id,
+            Message.sealed,
+            Message.from_email,
+            Message.category,
+            Message.category_stage,
+        )
         .where(
             Message.user_id == user_id,
-            or_(
-                Message.category_stage.in_(CONFIDENT_STAGES),
-                Message.from_email.in_(senders) if senders else Message.id.is_(None),
-            ),
+            or_(Message.category_stage.in_(CONFIDENT_STAGES), by_sender),
         )
         .order_by(Message.received_at.desc(), Message.id.desc())
         .limit(MAX_EXAMPLES)
     )
     examples = []
-    for message_id, sender, category, _stage in rows:
-        tab = corrected.get((sender or "").lower()) or category
+    for row in open_rows(session, rows, ["from_email"]):
+        tab = corrected.get((row["from_email"] or "").lower()) or row["category"]
         if tab:
-            examples.append((message_id, tab))
+            examples.append((int(row["id"]), str(tab)))
     return examples
 
 

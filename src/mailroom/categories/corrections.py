@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.categories.learned import corrections_of
 from mailroom.categories.tabs import CATEGORIES
+from mailroom.crypto.message_fields import open_rows
 from mailroom.errors import NotFoundError
 from mailroom.store import changelog
 from mailroom.store.models import Message, Thread, User
@@ -69,15 +70,16 @@ def move_to_tab(session: Session, user_id: int, thread_ids: Iterable[int], tab: 
     if len(rows) != len(wanted):
         missing = set(wanted) - {row.id for row in rows}
         raise NotFoundError(f"There is no thread {min(missing)} for this user.")
+    sent_by = session.execute(
+        select(Message.id, Message.user_id, Message.sealed, Message.from_email).where(
+            Message.thread_id.in_(wanted), Message.from_email.is_not(None)
+        )
+    )
     senders = sorted(
         {
-            email.lower()
-            for email in session.scalars(
-                select(Message.from_email).where(
-                    Message.thread_id.in_(wanted), Message.from_email.is_not(None)
-                )
-            )
-            if email
+            str(row["from_email"]).lower()
+            for row in open_rows(session, sent_by, ["from_email"])  # a sealed sender opened
+            if row["from_email"]
         }
     )
     user = session.get(User, user_id)
