@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.crypto.message_fields import open_rows
 from mailroom.store.chunks import in_chunks
-from mailroom.store.models import Message
+from mailroom.store.models import Message, OwnerKey
 
 __all__ = ["has_sealed", "id_in", "sealed_matching", "sealed_rows"]
 
@@ -26,7 +26,14 @@ Where = ColumnElement[bool] | TextClause
 
 
 def has_sealed(session: Session, owner: int, candidates: Collection[int] | None = None) -> bool:
-    """Whether the owner has a sealed message (among ``candidates`` when given): one query."""
+    """Whether the owner has a sealed message (among ``candidates`` when given).
+
+    Cheap either way: an owner without a data key has no sealed mail (one look at
+    ``owner_keys``); otherwise the newest sealed row, found through the owner's
+    ``received_at`` index since sealed mail is the recent mail, or the candidates by id.
+    """
+    if session.scalar(select(OwnerKey.id).where(OwnerKey.user_id == owner).limit(1)) is None:
+        return False
     if candidates is not None:
         return any(
             session.scalar(
@@ -37,10 +44,13 @@ def has_sealed(session: Session, owner: int, candidates: Collection[int] | None 
             is not None
             for chunk in in_chunks(sorted(candidates))
         )
-    return (
-        session.scalar(select(Message.id).where(Message.user_id == owner, Message.sealed).limit(1))
-        is not None
+    newest = (
+        select(Message.id)
+        .where(Message.user_id == owner, Message.sealed)
+        .order_by(Message.received_at.desc())
+        .limit(1)
     )
+    return session.scalar(newest) is not None
 
 
 def sealed_rows(
