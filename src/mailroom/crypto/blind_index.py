@@ -99,7 +99,7 @@ def token_word_of(token: int) -> str:
 # only, as the keys do.
 _CACHED_WORDS = 250_000
 _CACHED_KEYS = 8
-_cached: dict[bytes, dict[bytes, str]] = {}
+_cached: dict[bytes, dict[bytes, str]] = {}  # word -> its token word's hex digits
 
 
 def _cache_of(hasher: Callable[[str], bytes]) -> dict[bytes, str]:
@@ -130,18 +130,36 @@ class _Hashers:
         header_words = blind_word_bytes(document.subject) | blind_word_bytes(document.participants)
         body_words = blind_word_bytes(document.body[:BODY_LIMIT])
         return (
-            " ".join(sorted(_looked_up(self._header_words, self._header, header_words))),
-            " ".join(sorted(_looked_up(self._body_words, self._body, body_words))),
+            _joined(_looked_up(self._header_words, self._header, header_words)),
+            _joined(_looked_up(self._body_words, self._body, body_words)),
         )
 
 
 def _looked_up(
     found: dict[bytes, str], hasher: Callable[[str], bytes], words: set[bytes]
 ) -> list[str]:
-    """The token words of ``words``, hashing only those not ``found`` yet (and keeping them)."""
-    for word in [word for word in words if word not in found]:
-        found[word] = token_word(hasher(word.decode("utf-8")))
-    return list(map(found.__getitem__, words))
+    """The hex tokens of ``words``, hashing only those not ``found`` yet (and keeping them).
+
+    One pass of C-level look-ups; a second only over a message with new words.
+    """
+    tokens = list(map(found.get, words))
+    if None in tokens:
+        for word in words:
+            if word not in found:
+                found[word] = token_word(hasher(word.decode("utf-8")))[1:]
+        tokens = list(map(found.__getitem__, words))
+    return tokens  # type: ignore[return-value]  # no None left
+
+
+def _joined(tokens: list[str]) -> str:
+    """Hex tokens as one entry's token words: sorted (their order says nothing), marked."""
+    if not tokens:
+        return ""
+    tokens.sort()
+    return TOKEN_MARK + _MARKED_SPACE.join(tokens)
+
+
+_MARKED_SPACE = " " + TOKEN_MARK
 
 
 def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: int) -> None:
