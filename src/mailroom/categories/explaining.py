@@ -137,7 +137,8 @@ def _correspondents(reader: Reader, user_id: int, senders: set[str]) -> frozense
 
     A sealing owner's contacts are keyed hashes (``categories.correspondents``): they
     are looked up by every stored form, which needs the store's keys. A bare reader
-    (no session) of an owner with sealed mail says so instead of finding none.
+    (no session) of an owner with a data key says so instead of finding none (the
+    CLI then reads again through the store, which has the keys).
     """
     if not senders:
         return frozenset()
@@ -147,7 +148,7 @@ def _correspondents(reader: Reader, user_id: int, senders: set[str]) -> frozense
         from mailroom.crypto.message_fields import LookupKeys
 
         forms = LookupKeys(session, user_id).address_forms(senders)
-    elif reader.rows(_OWNER_HAS_SEALED, {"user": user_id}):
+    elif reader.rows(_OWNER_HAS_KEY, {"user": user_id}):
         _without_keys()
     found: set[str] = set()
     for chunk in in_chunks(sorted(forms)):
@@ -163,7 +164,7 @@ def _correspondents(reader: Reader, user_id: int, senders: set[str]) -> frozense
     return frozenset(found)
 
 
-_OWNER_HAS_SEALED = "SELECT 1 FROM messages WHERE user_id = :user AND sealed LIMIT 1"
+_OWNER_HAS_KEY = "SELECT 1 FROM owner_keys WHERE user_id = :user LIMIT 1"
 
 
 def _opened(reader: Reader, user_id: int, row: Sequence[Any]) -> Sequence[Any]:
@@ -200,7 +201,7 @@ def _without_keys() -> None:
     from mailroom.errors import SealedWithoutKeys
 
     raise SealedWithoutKeys(
-        "This owner's mail is sealed and this store was opened without its keys; read it "
+        "This owner's contacts are sealed and this store was opened without its keys; read it "
         "through mailroom with MAILROOM_MASTER_KEY_FILE set."
     )
 

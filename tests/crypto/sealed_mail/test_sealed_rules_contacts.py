@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
+import pytest
 from sqlalchemy import select, text
+from sqlalchemy.engine import make_url
 
 from mailroom.categories.correspondents import correspondents_among, senders_by_address
 from mailroom.categories.recompute import backfill_categories, explain
 from mailroom.crypto.sealing import MailSealing
+from mailroom.errors import SealedWithoutKeys
 from mailroom.ingest import BatchResult, IncomingMessage, store_batch
 from mailroom.labels.resolver import ensure_system_labels
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.store.engine import Store
 from mailroom.store.models import Contact, Message
+from mailroom.store.reader import SqliteReader
 from tests.factories import make_message
 
 ME = "Me <me@example.org>"
@@ -131,3 +136,25 @@ def test_backfill_recounts_sealed_sent_mail_and_clear_contacts_become_hashes(
         }
     box.ingest([newsletter("n", "Carla <c@example.com>", minutes=5)])
     assert box.tab("n") == ("primary", "correspondent")
+
+
+def test_explain_needs_the_keys_for_a_sealing_owners_contacts(
+    store: Store, sealing: MailSealing
+) -> None:
+    """A clear message of an owner whose contacts are hashes: the bare SQLite reader says it
+    needs the keys (the CLI then reads through the store); a session finds the contact."""
+    box = Mailbox(store)
+    box.ingest([newsletter("clear", FRIEND)])
+    store.sealing = sealing
+    box.ingest([("s1", make_message("s1@x", sender=ME, to=FRIEND))], "sent")
+    with store.session() as session:
+        said = " ".join(explain(session, box.user_id, box.id("clear")).lines())
+    assert "you have written to fred@example.net" in said
+    if store.dialect != "sqlite":
+        return
+    reader = SqliteReader(Path(make_url(store.engine.url).database or ""))
+    try:
+        with pytest.raises(SealedWithoutKeys, match="opened without its keys"):
+            explain(reader, box.user_id, box.id("clear"))
+    finally:
+        reader.connection.close()
