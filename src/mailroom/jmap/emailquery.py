@@ -19,7 +19,12 @@ email of each thread is kept, so a first page of 50 reads little more than
 comparator are ordered by the database and read in offset pages; a sort
 by ``subject``, ``from`` or ``to`` reads the sort columns of every
 matching email and orders them in Python (RFC 5256 base subjects and the
-collations, identical on both stores). ``calculateTotal`` is a separate count; a filter that is just
+collations, identical on both stores). Sealed rows (``crypto.message_fields``)
+hold their address and subject columns as ciphertext: for an owner with sealed
+mail, the ``from``, ``to``, ``cc``, ``bcc`` and ``subject`` conditions match
+them in Python on the opened values and a text sort opens its columns
+(:mod:`mailroom.jmap.sealed_columns`), with the answers the same mail kept
+clear gives. ``calculateTotal`` is a separate count; a filter that is just
 ``inMailbox`` is counted from the trigger-kept ``thread_labels`` without
 touching messages.
 """

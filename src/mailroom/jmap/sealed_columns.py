@@ -11,6 +11,7 @@ unchanged.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -74,22 +75,21 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 
 class SealedMail:
-    """The owner's sealed messages with their address and subject columns opened, read once.
+    """The owner's sealed messages with the columns a condition tests opened, each read once.
 
     For Email/query's ``from``, ``to``, ``cc``, ``bcc`` and ``subject`` conditions on sealed
     rows: each condition is tested on the opened values exactly as the SQL tests a clear
     row (lower-cased substrings, as the store folds case), and the matching ids go back
-    into the SQL condition.
+    into the SQL condition. Only the columns a condition needs are opened (a subject
+    filter opens subjects alone), once per query however many conditions use them.
     """
-
-    COLUMNS = ("subject", "from_name", "from_email", "recipients")
 
     def __init__(self, session: Session, owner: int) -> None:
         self.session = session
         self.owner = owner
         self.dialect = session.get_bind().dialect.name
         self._present: bool | None = None
-        self._rows: list[Any] | None = None
+        self._opened: dict[str, dict[int, Any]] = {}
 
     @property
     def present(self) -> bool:
@@ -98,21 +98,19 @@ class SealedMail:
             self._present = has_sealed_mail(self.session, self.owner)
         return self._present
 
-    def rows(self) -> list[Any]:
-        """Every sealed message of the owner, its columns opened (read on first use)."""
-        if self._rows is None:
-            self._rows = []
+    def column(self, name: str) -> dict[int, Any]:
+        """Message id → the opened ``name`` of every sealed message of the owner."""
+        if name not in self._opened:
+            values: dict[int, Any] = {}
             if self.present:
                 found = self.session.execute(
-                    select(
-                        Message.id,
-                        Message.user_id,
-                        Message.sealed,
-                        *(getattr(Message, c) for c in self.COLUMNS),
-                    ).where(Message.user_id == self.owner, Message.sealed)
+                    select(Message.id, Message.user_id, Message.sealed, getattr(Message, name))
+                    .where(Message.user_id == self.owner, Message.sealed)
+                    .order_by(Message.id)
                 ).all()
-                self._rows = opened(self.session, found, self.COLUMNS)
-        return self._rows
+                values = {int(r["id"]): r[name] for r in open_rows(self.session, found, [name])}
+            self._opened[name] = values
+        return self._opened[name]
 
     def _lower(self, value: str) -> str:
         return sql_lower(self.dialect, value)
@@ -120,15 +118,18 @@ class SealedMail:
     def substring_matches(self, name: str, tokens: Sequence[str]) -> list[int]:
         """Sealed ids whose ``from`` or ``subject`` holds every token (lower-cased)."""
         wanted = [token.lower() for token in tokens]
+        if name == "from":
+            names, emails = self.column("from_name"), self.column("from_email")
+            texts = {
+                mid: f"{names.get(mid) or ''} <{email or ''}>" for mid, email in emails.items()
+            }
+        else:
+            texts = {mid: str(subject or "") for mid, subject in self.column("subject").items()}
         found = []
-        for row in self.rows():
-            if name == "from":
-                value = f"{row.from_name or ''} <{row.from_email or ''}>"
-            else:
-                value = str(row.subject or "")
+        for message_id, value in texts.items():
             lowered = self._lower(value)
             if all(token in lowered for token in wanted):
-                found.append(int(row.id))
+                found.append(message_id)
         return found
 
     def address_matches(self, key: str, tokens: Sequence[str]) -> list[int]:
@@ -138,16 +139,14 @@ class SealedMail:
         it (the serializer's ASCII escapes kept; SQLite's without spaces), with either
         spelling of a non-ASCII token: so does this, on that text of the opened list.
         """
-        import json
-
         wanted = [(token.lower(), json.dumps(token)[1:-1].lower()) for token in tokens]
         separators = (",", ":") if self.dialect == "sqlite" else (", ", ": ")
         found = []
-        for row in self.rows():
-            listed = (row.recipients or {}).get(key)
+        for message_id, recipients in self.column("recipients").items():
+            listed = (recipients or {}).get(key)
             if listed is None:
                 continue
-            text = self._lower(json.dumps(listed, separators=separators))
-            if all(plain in text or escaped in text for plain, escaped in wanted):
-                found.append(int(row.id))
+            spelled = self._lower(json.dumps(listed, separators=separators))
+            if all(plain in spelled or escaped in spelled for plain, escaped in wanted):
+                found.append(message_id)
         return found

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select, update
 
+from mailroom.crypto.message_fields import LookupKeys
 from mailroom.store.engine import Store
-from mailroom.store.models import MessageBody
+from mailroom.store.models import Message, MessageBody
 from mailroom.web.app import create_app
 from tests.crypto.sealed_mail.conftest import BODY_PHRASE, sealed_message
 from tests.helpers import ingest, make_account
 from tests.jmap.conftest import serve
 from tests.web.conftest import add_user, browser, sign_in
-from tests.web.thread_support import thread_id_of
 
 
 @pytest.fixture
@@ -24,6 +24,18 @@ def web(sealed_store: Store) -> Iterator[str]:
 
 
 OTHER_PHRASE = "a second sealed message about otters"
+
+
+def thread_id_of(store: Store, message_id: str) -> int:
+    """The thread of the message with this Message-ID, stored as the owner's keyed hash."""
+    with store.session() as session:
+        owners = session.scalars(select(Message.user_id).distinct()).all()
+        forms = [f for owner in owners for f in LookupKeys(session, owner).id_forms([message_id])]
+        found = session.scalar(
+            select(Message.thread_id).where(Message.message_id_header.in_(forms))
+        )
+    assert found is not None
+    return int(found)
 
 
 def _me_with_two_messages(store: Store) -> tuple[int, int]:
