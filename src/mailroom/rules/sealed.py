@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from mailroom.categories.sealed_rows import Where, has_sealed, sealed_rows
 from mailroom.rules.model import Conditions
 
-__all__ = ["RULE_COLUMNS", "SealedRuleRows", "column_conditions", "matches"]
+__all__ = ["RULE_COLUMNS", "SealedRuleRows", "column_conditions", "columns_of", "matches"]
 
 RULE_COLUMNS = ("from_email", "from_name", "recipients", "subject", "list_id")
 
@@ -27,6 +27,20 @@ RULE_COLUMNS = ("from_email", "from_name", "recipients", "subject", "list_id")
 def column_conditions(conditions: Conditions) -> bool:
     """Whether the rule has a condition on a mail column (from, to, subject, list id)."""
     return any((conditions.from_, conditions.to, conditions.subject, conditions.list_id))
+
+
+def columns_of(conditions: Conditions) -> list[str]:
+    """The mail columns the rule's conditions test (the only ones worth opening)."""
+    wanted: list[str] = []
+    if conditions.from_:
+        wanted += ["from_email", "from_name"]
+    if conditions.to:
+        wanted.append("recipients")
+    if conditions.subject:
+        wanted.append("subject")
+    if conditions.list_id:
+        wanted.append("list_id")
+    return wanted
 
 
 def _contains(value: Any, wanted: str) -> bool:
@@ -92,8 +106,8 @@ class SealedRuleRows:
         """
         if not self.any():
             return []
-        if self.candidates is None:
-            rows = sealed_rows(self.session, self.owner, RULE_COLUMNS, where=narrowing)
+        if self.candidates is None:  # one rule over the whole mailbox: its columns only
+            rows = sealed_rows(self.session, self.owner, columns_of(conditions), where=narrowing)
         else:
             if self._rows is None:
                 self._rows = sealed_rows(
