@@ -110,6 +110,8 @@ CONDITIONS = frozenset(
     }
 )
 TAB_CONDITIONS = frozenset({"category"})
+# Conditions on mail columns a sealed row holds as ciphertext (matched in Python for it).
+SEALED_TEXT_CONDITIONS = frozenset({"from", "to", "cc", "bcc", "subject"})
 # Conditions on what an email is, never on what is done to it (RFC 8620 §5.6 upToId).
 IMMUTABLE_CONDITIONS = frozenset(
     {"before", "after", "minSize", "maxSize", "hasAttachment", "text", "body", "header"}
@@ -159,6 +161,9 @@ class EmailFilter:
         self.simple_mailbox: int | None = None  # set when the filter is only inMailbox
         self.mutable = False  # whether a condition depends on keywords, mailboxes or threads
         self.sealed = SealedMail(session, user_id)  # the owner's sealed mail, opened when needed
+        # What the conditions AND-ed with the one being compiled require (None: nothing):
+        # sealed rows are opened and matched among those only.
+        self._narrow: ColumnElement[bool] | None = None
         self._params = 0
         self._terms = 0
 
@@ -256,7 +261,7 @@ class EmailFilter:
         tokens = self._tokens(value, name)
         clear = and_(true(), *(lowered.like(like_pattern(t), escape="\\") for t in tokens))
         return self._clear_or_sealed(
-            clear, tokens, lambda: self.sealed.substring_matches(name, tokens)
+            clear, tokens, lambda: self.sealed.substring_matches(name, tokens, self._narrow)
         )
 
     def _clear_or_sealed(
@@ -265,7 +270,9 @@ class EmailFilter:
         """``clear`` for clear rows; for the owner's sealed rows, the ids ``sealed`` matched.
 
         Sealed columns cannot be matched in SQL: they are opened and matched in Python
-        (``jmap.sealed_columns``), only when the owner has sealed mail.
+        (``jmap.sealed_columns``), only when the owner has sealed mail, and only among
+        the rows the conditions AND-ed with this one allow (``_narrow``): the result is
+        the same on every row those allow, and the others fail the AND anyway.
         """
         if not tokens or not self.sealed.present:
             return clear
@@ -283,7 +290,9 @@ class EmailFilter:
             plain, escaped = like_pattern(token), like_pattern(json.dumps(token)[1:-1])
             parts.append(or_(column.like(plain, escape="\\"), column.like(escaped, escape="\\")))
         return self._clear_or_sealed(
-            and_(true(), *parts), tokens, lambda: self.sealed.address_matches(key, tokens)
+            and_(true(), *parts),
+            tokens,
+            lambda: self.sealed.address_matches(key, tokens, self._narrow),
         )
 
     def _header(self, value: object) -> ColumnElement[bool]:
@@ -375,7 +384,14 @@ class EmailFilter:
         """One FilterCondition (all its properties must hold)."""
         known = CONDITIONS | (TAB_CONDITIONS if self.tabs else frozenset())
         parts: list[ColumnElement[bool]] = []
-        for key, value in node.items():
+        outer = self._narrow
+        items = list(node.items())
+        narrowing = self._narrows(node)
+        if narrowing:  # sealed text conditions last, matched among the others' rows
+            items.sort(key=lambda item: item[0] in SEALED_TEXT_CONDITIONS)
+        for key, value in items:
+            if narrowing and key in SEALED_TEXT_CONDITIONS:
+                self._narrow = and_(true(), *([] if outer is None else [outer]), *parts)
             if key not in known:
                 raise MethodError("unsupportedFilter", f"The filter {key!r} is not supported.")
             if key not in IMMUTABLE_CONDITIONS:
@@ -432,7 +448,12 @@ class EmailFilter:
                 parts.append(
                     exists().where(Thread.id == Message.thread_id, Thread.category == value)
                 )
+        self._narrow = outer
         return and_(true(), *parts)
+
+    def _narrows(self, node: object) -> bool:
+        """Whether ``node`` has a sealed text condition and the owner sealed mail to match."""
+        return _mentions_sealed_text(node, 0) and self.sealed.present
 
     def compile(self, node: object) -> ColumnElement[bool]:
         """The whole filter (None: everything), scoped to the user."""
@@ -458,7 +479,17 @@ class EmailFilter:
         operator, conditions = node.get("operator"), node.get("conditions")
         if set(node) - {"operator", "conditions"} or not isinstance(conditions, list):
             raise invalid_arguments("A FilterOperator has only operator and conditions.")
-        compiled = [self._node(c, depth + 1) for c in conditions]
+        compiled: list[ColumnElement[bool]] = []
+        outer = self._narrow
+        if operator == "AND" and self._narrows(node):
+            # Sealed text conditions last, each matched among the rows its siblings allow.
+            for child in sorted(conditions, key=lambda c: _mentions_sealed_text(c, 0)):
+                if _mentions_sealed_text(child, 0):
+                    self._narrow = and_(true(), *([] if outer is None else [outer]), *compiled)
+                compiled.append(self._node(child, depth + 1))
+            self._narrow = outer
+        else:
+            compiled = [self._node(c, depth + 1) for c in conditions]
         if operator == "AND":
             return and_(true(), *compiled)
         if operator == "OR":
@@ -466,6 +497,18 @@ class EmailFilter:
         if operator == "NOT":
             return not_(or_(false(), *compiled))
         raise invalid_arguments(f"Unknown filter operator {operator!r}.")
+
+
+def _mentions_sealed_text(node: object, depth: int) -> bool:
+    """Whether a filter (sub)tree has a from, to, cc, bcc or subject condition."""
+    if not isinstance(node, dict) or depth > MAX_FILTER_DEPTH + 1:
+        return False
+    if "operator" not in node:
+        return not SEALED_TEXT_CONDITIONS.isdisjoint(node)
+    conditions = node.get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    return any(_mentions_sealed_text(child, depth + 1) for child in conditions)
 
 
 def parse_comparators(sort: object) -> list[Comparator]:

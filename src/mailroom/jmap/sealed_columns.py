@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import ColumnElement, select, text
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.mail_reading import columns_of
@@ -98,33 +98,39 @@ class SealedMail:
             self._present = has_sealed_mail(self.session, self.owner)
         return self._present
 
-    def column(self, name: str) -> dict[int, Any]:
-        """Message id → the opened ``name`` of every sealed message of the owner."""
-        if name not in self._opened:
-            values: dict[int, Any] = {}
-            if self.present:
-                found = self.session.execute(
-                    select(Message.id, Message.user_id, Message.sealed, getattr(Message, name))
-                    .where(Message.user_id == self.owner, Message.sealed)
-                    .order_by(Message.id)
-                ).all()
-                values = {int(r["id"]): r[name] for r in open_rows(self.session, found, [name])}
-            self._opened[name] = values
-        return self._opened[name]
+    def column(self, name: str, narrow: ColumnElement[bool] | None = None) -> dict[int, Any]:
+        """Message id → the opened ``name`` of the owner's sealed messages (those ``narrow``
+        allows, when given); each value is opened once per query."""
+        if not self.present:
+            return {}
+        query = select(Message.id, Message.user_id, Message.sealed, getattr(Message, name)).where(
+            Message.user_id == self.owner, Message.sealed
+        )
+        if narrow is not None:
+            query = query.where(narrow)
+        rows = self.session.execute(query.order_by(Message.id)).all()
+        cache = self._opened.setdefault(name, {})
+        fresh = [row for row in rows if row.id not in cache]
+        cache.update({int(r["id"]): r[name] for r in open_rows(self.session, fresh, [name])})
+        return {int(row.id): cache[int(row.id)] for row in rows}
 
     def _lower(self, value: str) -> str:
         return sql_lower(self.dialect, value)
 
-    def substring_matches(self, name: str, tokens: Sequence[str]) -> list[int]:
-        """Sealed ids whose ``from`` or ``subject`` holds every token (lower-cased)."""
+    def substring_matches(
+        self, name: str, tokens: Sequence[str], narrow: ColumnElement[bool] | None = None
+    ) -> list[int]:
+        """Sealed ids (among those ``narrow`` allows) whose ``from`` or ``subject`` holds
+        every token (lower-cased)."""
         wanted = [token.lower() for token in tokens]
         if name == "from":
-            names, emails = self.column("from_name"), self.column("from_email")
+            names, emails = self.column("from_name", narrow), self.column("from_email", narrow)
             texts = {
                 mid: f"{names.get(mid) or ''} <{email or ''}>" for mid, email in emails.items()
             }
         else:
-            texts = {mid: str(subject or "") for mid, subject in self.column("subject").items()}
+            subjects = self.column("subject", narrow)
+            texts = {mid: str(subject or "") for mid, subject in subjects.items()}
         found = []
         for message_id, value in texts.items():
             lowered = self._lower(value)
@@ -132,8 +138,11 @@ class SealedMail:
                 found.append(message_id)
         return found
 
-    def address_matches(self, key: str, tokens: Sequence[str]) -> list[int]:
-        """Sealed ids whose recipients ``key`` (to, cc, bcc) hold every token.
+    def address_matches(
+        self, key: str, tokens: Sequence[str], narrow: ColumnElement[bool] | None = None
+    ) -> list[int]:
+        """Sealed ids (among those ``narrow`` allows) whose recipients ``key`` (to, cc, bcc)
+        hold every token.
 
         The clear SQL matches the lower-cased JSON text of the list as the store returns
         it (the serializer's ASCII escapes kept; SQLite's without spaces), with either
@@ -142,7 +151,7 @@ class SealedMail:
         wanted = [(token.lower(), json.dumps(token)[1:-1].lower()) for token in tokens]
         separators = (",", ":") if self.dialect == "sqlite" else (", ", ": ")
         found = []
-        for message_id, recipients in self.column("recipients").items():
+        for message_id, recipients in self.column("recipients", narrow).items():
             listed = (recipients or {}).get(key)
             if listed is None:
                 continue

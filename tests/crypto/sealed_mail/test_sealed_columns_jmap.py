@@ -49,6 +49,35 @@ FILTERS: list[dict[str, Any]] = [
     {"operator": "OR", "conditions": [{"from": "yves"}, {"to": "carol"}]},
     {"operator": "AND", "conditions": [{"subject": "hangar"}, {"after": "2000-01-01T00:00:00Z"}]},
     {"subject": "lunch", "from": "yves"},
+    # sealed rows are matched among the rows the AND-ed conditions allow: every shape
+    {"subject": "hangar", "before": "2024-03-01T09:04:00Z"},
+    {
+        "operator": "AND",
+        "conditions": [
+            {"operator": "NOT", "conditions": [{"subject": "hangar"}]},
+            {"before": "2024-03-01T09:08:00Z"},
+        ],
+    },
+    {
+        "operator": "NOT",
+        "conditions": [
+            {
+                "operator": "AND",
+                "conditions": [{"subject": "hangar"}, {"before": "2024-03-01T09:04:00Z"}],
+            }
+        ],
+    },
+    {
+        "operator": "AND",
+        "conditions": [
+            {"operator": "OR", "conditions": [{"from": "bob"}, {"subject": "keys"}]},
+            {"minSize": 1},
+            {"operator": "NOT", "conditions": [{"to": "carol"}]},
+            {"after": "2024-03-01T09:02:00Z"},
+        ],
+    },
+    {"text": "hangar", "from": "example"},
+    {"body": "there", "subject": "plans"},
 ]
 SORTS: list[list[dict[str, Any]]] = [
     [{"property": "subject"}],
