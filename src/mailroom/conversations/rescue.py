@@ -61,6 +61,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Select, bindparam, exists, not_, or_, select
@@ -169,12 +170,12 @@ _REFS = select(MessageRef.message_id, MessageRef.ref).where(
 )
 
 
-def _opened(session: Session, rows: Iterable[Any]) -> Sequence[Mapping[str, Any]]:
-    """Rows as mappings, sealed rows' subject, sender and recipients opened."""
-    mappings = [row._mapping for row in rows]
-    if not any(row["sealed"] for row in mappings):
-        return mappings
-    return open_rows(session, mappings, _OPENED)
+def _opened(session: Session, rows: Iterable[Any]) -> list[Any]:
+    """The rows, sealed rows' subject, sender and recipients opened (clear rows as they are)."""
+    found = list(rows)
+    if not any(row.sealed for row in found):
+        return found
+    return [SimpleNamespace(**values) for values in open_rows(session, found, _OPENED)]
 
 
 def _eligible_subject(subject: str | None) -> bool:
@@ -257,17 +258,17 @@ class SubjectRescue:
         # processing cost more than the query (``run`` flushes the session first).
         rows = self.session.connection().execute(statement, {"user": self.user_id, **params})
         for row in _opened(self.session, rows):
-            reply, core = split_subject(row["subject"] or "")
+            reply, core = split_subject(row.subject or "")
             found.append(
                 Facts(
-                    id=row["id"],
-                    thread_id=row["thread_id"],
-                    account_id=row["account_id"],
-                    message_id_header=row["message_id_header"],
-                    provider_thread_id=row["provider_thread_id"],
-                    received_at=row["received_at"],
-                    participants=_participants(row["from_email"], row["recipients"], self.owner),
-                    has_refs=bool(row["has_refs"]),
+                    id=row.id,
+                    thread_id=row.thread_id,
+                    account_id=row.account_id,
+                    message_id_header=row.message_id_header,
+                    provider_thread_id=row.provider_thread_id,
+                    received_at=row.received_at,
+                    participants=_participants(row.from_email, row.recipients, self.owner),
+                    has_refs=bool(row.has_refs),
                     reply=reply,
                     core=core,
                     key=core.casefold(),
@@ -412,9 +413,9 @@ class SubjectRescue:
                     _ELIGIBLE_SUBJECTS_OF_THREADS, {"ids": chunk}
                 )
                 scan |= {
-                    row["thread_id"]
+                    row.thread_id
                     for row in _opened(self.session, rows)
-                    if row["thread_id"] is not None and _eligible_subject(row["subject"])
+                    if row.thread_id is not None and _eligible_subject(row.subject)
                 }
         for facts in self._threads(scan):
             if facts.eligible:
