@@ -90,6 +90,7 @@ class SealedMail:
         self.dialect = session.get_bind().dialect.name
         self._present: bool | None = None
         self._opened: dict[str, dict[int, Any]] = {}
+        self.opened_values = 0  # how many sealed values this query opened (its cost)
 
     @property
     def present(self) -> bool:
@@ -111,6 +112,7 @@ class SealedMail:
         rows = self.session.execute(query.order_by(Message.id)).all()
         cache = self._opened.setdefault(name, {})
         fresh = [row for row in rows if row.id not in cache]
+        self.opened_values += len(fresh)
         cache.update({int(r["id"]): r[name] for r in open_rows(self.session, fresh, [name])})
         return {int(row.id): cache[int(row.id)] for row in rows}
 

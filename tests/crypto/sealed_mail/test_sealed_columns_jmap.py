@@ -163,3 +163,36 @@ def test_email_get_shows_opened_headers(sealed_store: Store) -> None:
     assert email["to"] == [{"name": "Alice", "email": "alice@example.org"}]
     assert email["messageId"] == ["reply@x"] and email["inReplyTo"] == ["hello@x"]
     assert "walrus is well" in email["preview"]
+
+
+def test_sealed_rows_are_opened_only_where_the_other_conditions_allow(
+    sealed_store: Store,
+) -> None:
+    """A subject condition AND-ed with a date opens the subjects of that day's mail only."""
+    import mailroom.jmap.methods  # noqa: F401 - emailquery's import order
+    from mailroom.jmap.emailquery import EmailFilter
+    from mailroom.jmap.mapping import role_labels
+
+    alice = seed(sealed_store, "alice")  # four messages, minutes 0 to 20 (and "report")
+    with sealed_store.session() as session:
+        roles = role_labels(session, alice.user_id)
+
+        def cost(node: dict[str, Any]) -> tuple[int, list[int]]:
+            compiler = EmailFilter(session, alice.user_id, roles, tabs=False)
+            condition = compiler.compile(node)
+            found = session.scalars(select(Message.id).where(condition).order_by(Message.id))
+            return compiler.sealed.opened_values, list(found)
+
+        everything = cost({"subject": "walrus"})
+        assert everything == (4, [alice.messages["hello"], alice.messages["reply"]])
+        early = {"before": "2024-03-01T09:01:00Z"}  # "hello" alone
+        assert cost({"subject": "walrus", **early}) == (1, [alice.messages["hello"]])
+        nested = {
+            "operator": "AND",
+            "conditions": [
+                early,
+                {"operator": "NOT", "conditions": [{"subject": "walrus"}, {"from": "bob"}]},
+            ],
+        }
+        assert cost(nested) == (3, [])  # one subject, one sender (its name and address)
+        assert cost({"inMailbox": "M0"})[0] == 0  # no sealed text condition: nothing opened
