@@ -158,3 +158,22 @@ def test_explain_needs_the_keys_for_a_sealing_owners_contacts(
             explain(reader, box.user_id, box.id("clear"))
     finally:
         reader.connection.close()
+
+
+def test_sealed_senders_are_found_exactly(sealed_store: Store) -> None:
+    """The blind index narrows the sealed rows; the opened sender decides."""
+    box = Mailbox(sealed_store)
+    box.ingest(
+        [
+            ("from", make_message("a@x", sender=FRIEND)),
+            ("words", make_message("b@x", sender="Fred Example <o@net.example>", subject="net")),
+            ("to", make_message("c@x", sender="Carla <c@example.com>", to=FRIEND)),
+            ("upper", make_message("d@x", sender="FRED <Fred@Example.NET>")),
+        ]
+    )
+    with sealed_store.session() as session:
+        found = senders_by_address(session, box.user_id, {"fred@example.net", "c@example.com"})
+    assert {k: sorted(v) for k, v in found.items()} == {
+        "fred@example.net": sorted([box.id("from"), box.id("upper")]),
+        "c@example.com": [box.id("to")],
+    }
