@@ -13,10 +13,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from functools import cache
 
+import pytest
 from sqlalchemy import select, text
 
 from mailroom.conversations.references import reference_chain
 from mailroom.conversations.subject import split_subject
+from mailroom.conversations.threader import BatchThreader
 from mailroom.crypto.sealing import MailSealing
 from mailroom.mime import parse_message
 from mailroom.providers.local import open_source
@@ -216,3 +218,35 @@ def test_clear_mail_after_sealing_is_switched_off_joins_sealed_conversations(
     )
     assert _thread(store, account[0], "p2") == _thread(store, account[0], "p1")
     assert _thread(store, account[0], "s2") == _thread(store, account[0], "s1")
+
+
+def test_message_by_message_threading_finds_every_form_too(
+    store: Store, sealing: MailSealing, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When batch threading fails, threading message by message still links sealed replies
+    to clear parents and clear replies to sealed parents."""
+    account = make_account(store)
+    ingest(store, account, [("p1", _mail("p1", "Plan", ALICE, BOB, 0))])
+    ingest(
+        store, account, [("c1", _mail("c1", "Re: Lunch", BOB, ALICE, 20, in_reply_to="l1@switch"))]
+    )
+
+    def broken(self: BatchThreader, message_ids: list[int]) -> None:
+        raise RuntimeError("batch threading is down")
+
+    monkeypatch.setattr(BatchThreader, "assign_batch", broken)
+    store.sealing = sealing
+    ingest(
+        store,
+        account,
+        [
+            ("p2", _mail("p2", "Re: Plan", BOB, ALICE, 10, in_reply_to="p1@switch")),
+            ("l1", _mail("l1", "Lunch", ALICE, BOB, 5)),
+        ],
+    )
+    owner = account[0]
+    assert _thread(store, owner, "p2") == _thread(store, owner, "p1")
+    assert _thread(store, owner, "l1") == _thread(store, owner, "c1")
+    with store.session() as session:
+        notes = session.scalars(select(Message.thread_note).where(Message.user_id == owner)).all()
+    assert not any(notes)
