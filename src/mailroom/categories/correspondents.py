@@ -197,7 +197,8 @@ def sent_messages(session: Session, user_id: int) -> list[SentMessage]:
         ["recipients"],
     )
     if sealed and own:
-        outside = [] if in_sent is None else [Message.id.not_in(in_sent)]
+        outside: list[Where] = [] if in_sent is None else [Message.id.not_in(in_sent)]
+        outside += _sealed_sender_candidates(session, user_id, sorted(own))  # the blind index
         rows += [
             row
             for row in sealed_rows(
