@@ -21,7 +21,8 @@ Then, in this process, on that store:
 
 Prints each run and the median of the runs per mode, then one JSON line. With
 ``--notmuch``, ``notmuch new`` on the same Maildir (``bench/ingest.py``'s
-``run_notmuch``) the same number of times, for the 2x target. With
+``run_notmuch``) in each run right after the two modes, for the 2x target (the
+machine's load moves; within a run all three see about the same). With
 ``--postgresql URL``, after the SQLite runs, the ingest alone (both modes, same
 number of runs) into a fresh database made next to URL's and dropped after.
 """
@@ -207,6 +208,7 @@ def main() -> None:
         raise SystemExit(f"{args.maildir} is missing; python bench/corpus.py {args.maildir}")
 
     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
+    notmuch: list[dict[str, float]] = []
     load_before = os.getloadavg()[0]
     for run in range(1, args.runs + 1):
         for mode in MODES if run % 2 else tuple(reversed(MODES)):
@@ -230,6 +232,9 @@ def main() -> None:
                     f"{row['token_words']:,} token words); totals {row['totals']}",
                     file=sys.stderr,
                 )
+        if args.notmuch:  # in the same run, right after the two modes: the same load
+            notmuch.append(run_notmuch(args.maildir))
+            print(f"run {run} notmuch new: {notmuch[-1]}", file=sys.stderr)
     postgresql: dict[str, list[float]] = {mode: [] for mode in MODES}
     if args.postgresql:
         for run in range(1, args.runs + 1):
@@ -240,11 +245,6 @@ def main() -> None:
                     f"run {run} {mode:>6} PostgreSQL: {postgresql[mode][-1]:,.0f} msg/s",
                     file=sys.stderr,
                 )
-    notmuch: list[dict[str, float]] = []
-    if args.notmuch:
-        for _ in range(args.runs):
-            notmuch.append(run_notmuch(args.maildir))
-            print(f"notmuch new: {notmuch[-1]}", file=sys.stderr)
 
     def median(mode: str, *path: str) -> float:
         values = []
