@@ -35,7 +35,12 @@ from mailroom.assistant.embedding import MiniLM
 from mailroom.assistant.linear import LinearModel, train
 from mailroom.assistant.mail import load_mail
 from mailroom.categories.learned import corrections_of
-from mailroom.categories.sealed_rows import has_sealed, id_in, sealed_matching
+from mailroom.categories.sealed_rows import (
+    from_candidates,
+    has_sealed,
+    id_in,
+    sealed_matching,
+)
 from mailroom.categories.tabs import CATEGORIES, PRIMARY
 from mailroom.crypto.message_fields import open_rows
 from mailroom.store.engine import Store
@@ -103,7 +108,11 @@ def training_examples(session: Session, user_id: int) -> list[tuple[int, str]]:
     if senders and has_sealed(session, user_id):  # a sealed sender is compared once opened
         wanted = set(senders)
         opened = sealed_matching(
-            session, user_id, ["from_email"], lambda row: row["from_email"] in wanted
+            session,
+            user_id,
+            ["from_email"],
+            lambda row: row["from_email"] in wanted,
+            where=from_candidates(session, user_id, senders),  # narrowed by the blind index
         )
         by_sender = or_(and_(not_(Message.sealed), by_sender), id_in(opened))
     rows = session.execute(

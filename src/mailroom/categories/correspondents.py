@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, func, not_, or_, select, text
+from sqlalchemy import ColumnElement, and_, case, delete, func, not_, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from mailroom.categories.explaining import addresses_in, tabs_off
 from mailroom.categories.learned import LearnedTabs
-from mailroom.categories.sealed_rows import Where, has_sealed, sealed_rows
+from mailroom.categories.sealed_rows import Where, from_candidates, has_sealed, sealed_rows
 from mailroom.crypto.message_fields import LookupKeys, open_rows
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Account, Contact, Label, Message, MessageLabel, User
@@ -198,7 +198,7 @@ def sent_messages(session: Session, user_id: int) -> list[SentMessage]:
     )
     if sealed and own:
         outside: list[Where] = [] if in_sent is None else [Message.id.not_in(in_sent)]
-        outside += _sealed_sender_candidates(session, user_id, sorted(own))  # the blind index
+        outside += from_candidates(session, user_id, sorted(own))  # the blind index
         rows += [
             row
             for row in sealed_rows(
@@ -245,7 +245,7 @@ def senders_by_address(
     if wanted and has_sealed(session, user_id):  # sealed senders: compared once opened
         for chunk in in_chunks(wanted, _ADDRESSES_PER_QUERY):
             looked_for = set(chunk)
-            where = _sealed_sender_candidates(session, user_id, chunk)
+            where = from_candidates(session, user_id, chunk)
             for row in sealed_rows(session, user_id, ["from_email"], where=where):
                 email = (row["from_email"] or "").lower()
                 if email in looked_for:
@@ -254,27 +254,3 @@ def senders_by_address(
 
 
 _ADDRESSES_PER_QUERY = 50
-
-
-def _sealed_sender_candidates(session: Session, user_id: int, emails: Sequence[str]) -> list[Where]:
-    """The SQL narrowing the owner's sealed rows to those that may be from these addresses.
-
-    A sealed message's participants are in the blind index (``crypto.blind_index``):
-    the rows holding every word of one of the addresses, a small superset checked
-    exactly once opened. Without a blind index (or an address without words) no
-    narrowing: every sealed row is opened.
-    """
-    from mailroom.crypto.blind_index import blind_terms_for_words
-    from mailroom.store.search import blind_query_words, query_terms
-
-    dialect = session.get_bind().dialect.name
-    clauses: list[Where] = []
-    for number, email in enumerate(emails):
-        words = blind_query_words(query_terms(email))
-        terms = blind_terms_for_words(session, user_id, words) if words else None
-        found = terms.clause(dialect, f"sender{number}_") if terms is not None else None
-        if found is None:
-            return []
-        sql, params = found
-        clauses.append(text(f"({sql})").bindparams(**params))
-    return [or_(*clauses)]

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, TextClause, bindparam, select
+from sqlalchemy import ColumnElement, Integer, TextClause, bindparam, or_, select, text
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.message_fields import open_rows
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Message, OwnerKey
 
-__all__ = ["has_sealed", "id_in", "sealed_matching", "sealed_rows"]
+__all__ = ["from_candidates", "has_sealed", "id_in", "sealed_matching", "sealed_rows"]
 
 Where = ColumnElement[bool] | TextClause
 
@@ -106,3 +106,27 @@ def id_in(ids: Collection[int]) -> ColumnElement[bool]:
             unique=True,
         )
     )
+
+
+def from_candidates(session: Session, user_id: int, emails: Sequence[str]) -> list[Where]:
+    """SQL narrowing the owner's sealed rows to those that may be from these addresses.
+
+    A sealed message's participants are in the blind index (``crypto.blind_index``):
+    the rows holding every word of one of the addresses, a small superset checked
+    exactly once opened. Without a blind index (or an address without words) no
+    narrowing: every sealed row is opened.
+    """
+    from mailroom.crypto.blind_index import blind_terms_for_words
+    from mailroom.store.search import blind_query_words, query_terms
+
+    dialect = session.get_bind().dialect.name
+    clauses: list[Where] = []
+    for number, email in enumerate(emails):
+        words = blind_query_words(query_terms(email))
+        terms = blind_terms_for_words(session, user_id, words) if words else None
+        found = terms.clause(dialect, f"sender{number}_") if terms is not None else None
+        if found is None:
+            return []
+        sql, params = found
+        clauses.append(text(f"({sql})").bindparams(**params))
+    return [or_(*clauses)]
