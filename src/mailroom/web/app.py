@@ -47,6 +47,7 @@ from starlette.staticfiles import StaticFiles
 from mailroom.config import Settings
 from mailroom.crypto.datakeys import KeyGone
 from mailroom.crypto.fields import FieldTampered
+from mailroom.errors import ConfigError
 from mailroom.jmap.app import JmapConfig, jmap_routes
 from mailroom.jmap.auth import Authenticator, SignInLimiter, lockout_policy
 from mailroom.jmap.push_delivery import delivery_lifespan
@@ -132,8 +133,13 @@ def create_app(
         ],
         lifespan=delivery_lifespan(store, jmap or JmapConfig()),
         middleware=[Middleware(HttpMetrics)],  # HTTP answers by status, for /metrics
-        # Sealed mail that does not open (moved, changed, key gone): its sentence, not a 500.
-        exception_handlers={FieldTampered: _unreadable, KeyGone: _unreadable},
+        # Sealed mail that does not open (moved, changed, key gone, or no key configured,
+        # a ConfigError): its sentence, not a 500.
+        exception_handlers={
+            FieldTampered: _unreadable,
+            KeyGone: _unreadable,
+            ConfigError: _unreadable,
+        },
     )
     app.state.settings = settings  # the accounts and admin pages (None: the environment's)
     app.state.web = WebContext(

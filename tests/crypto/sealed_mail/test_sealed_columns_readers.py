@@ -212,3 +212,26 @@ def test_the_cli_lists_searches_and_shows_sealed_mail(store: Store, tmp_path: Pa
     assert SUBJECT in shown and TO[1] in shown and "mrf1." not in shown
     keyless = run("list", "--owner", "me", env={"MAILROOM_DATA_DIR": with_key["MAILROOM_DATA_DIR"]})
     assert "sealed" in keyless and "mrf1." not in keyless and SUBJECT not in keyless
+
+
+def test_without_keys_jmap_and_the_web_say_so_in_a_sentence(sealed_store: Store) -> None:
+    """Sealed mail served by a process that has no key: one sentence, never a 500 or ciphertext."""
+    from tests.jmap.conftest import Jmap, email_id, run_server, seed
+
+    alice = seed(sealed_store, "alice")
+    sealed_store.sealing = None  # this process was started without MAILROOM_MASTER_KEY_FILE
+    for server in run_server(sealed_store):
+        with Jmap(server, alice) as client:
+            got = client.call(
+                "Email/get", {"ids": [email_id(alice.messages["hello"])], "properties": ["subject"]}
+            )
+            queried = client.call("Email/query", {"filter": {"subject": "walrus"}})
+        client = browser(server.base)
+        assert sign_in(client, server.base, "alice").status_code == 303
+        inbox = client.get("/")
+        client.close()
+    for answer in (got, queried):
+        assert answer["error"]["type"] == "serverFail", answer
+        assert "sealed" in answer["error"]["description"] and "mrf1." not in str(answer)
+    assert inbox.status_code == 422 and "sealed" in inbox.text
+    assert "mrf1." not in inbox.text and "Traceback" not in inbox.text
