@@ -26,10 +26,14 @@ SpamAssassin corpus no message names more than 50 ids.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from mailroom.mime import ParsedMessage
+from mailroom.mime.msgids import normalize_message_id, parse_id_list
 from mailroom.store.keys import id_key
 
 MAX_REFERENCES = 50
+_ID_FIELDS = ("message-id", "in-reply-to", "references")
 
 
 def _ids(parsed: ParsedMessage, header: str, ids: list[str]) -> list[str]:
@@ -69,3 +73,24 @@ def reference_chain(parsed: ParsedMessage) -> list[str]:
             capped[-1] = root
         chain = capped
     return chain
+
+
+def ids_in_headers(headers: Iterable[Sequence[str]]) -> set[str]:
+    """Every id a stored header list's Message-ID, In-Reply-To and References hold, as keys.
+
+    A superset of the message's own id and its :func:`reference_chain`: for telling
+    which clear id a stored keyed hash stands for (sealed mail, ``crypto.message_fields``).
+    """
+    found: set[str] = set()
+    for entry in headers:
+        if len(entry) != 2:
+            continue
+        name, value = str(entry[0]).lower(), str(entry[1] or "")
+        if name not in _ID_FIELDS:
+            continue
+        ids = parse_id_list(value)
+        if name == "message-id":
+            own = normalize_message_id(value)
+            ids = [*ids, *([own] if own else [])]
+        found.update(id_key(found_id) for found_id in ids if found_id)
+    return found

@@ -68,7 +68,9 @@ from sqlalchemy import Select, bindparam, exists, not_, or_, select
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
+from mailroom.conversations.references import ids_in_headers
 from mailroom.conversations.subject import REPLY_PREFIXES, key_hash, split_subject
+from mailroom.crypto.mail_reading import columns_of
 from mailroom.crypto.message_fields import LookupKeys, open_rows
 from mailroom.crypto.sealing import mail_cipher
 from mailroom.store.chunks import in_chunks
@@ -316,6 +318,22 @@ class SubjectRescue:
             for form in self.lookups.id_forms([value]):
                 if form != value and form in stored:
                     self.forms.setdefault(form, value)
+        unknown = stored - self.forms.keys() - set(self.forms.values())
+        if unknown and self._rotating():
+            # Hashes under an old version and the new one, with no clear form to tie them:
+            # the ids come from the messages' header lists (only while a rotation runs).
+            named = [
+                f.id
+                for f in everything
+                if f.message_id_header in unknown or not unknown.isdisjoint(refs.get(f.id, ()))
+            ]
+            headers = columns_of(self.session, named, ["headers"], self.user_id)
+            clear: set[str] = set()
+            for columns in headers.values():
+                clear |= ids_in_headers(columns.get("headers") or [])
+            for form, value in self.lookups.id_forms(sorted(clear)).items():
+                if form != value and form in unknown:
+                    self.forms.setdefault(form, value)
         if not self.forms:
             return
         for facts in everything:
@@ -325,6 +343,11 @@ class SubjectRescue:
                 )
         for names in refs.values():
             names[:] = [self.forms.get(name, name) for name in names]
+
+    def _rotating(self) -> bool:
+        """Whether the owner holds more than one key version (a key rotation under way)."""
+        cipher = mail_cipher(self.session)
+        return cipher is not None and len(cipher.keys.versions(self.user_id)) > 1
 
     # -- the rule ----------------------------------------------------------
 

@@ -30,28 +30,26 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from mailroom.conversations.references import ids_in_headers
 from mailroom.conversations.subject import normalized_subject
 from mailroom.crypto.fields import FieldCipher
 from mailroom.crypto.mail_reading import columns_of
 from mailroom.crypto.message_fields import ID_KIND, SUBJECT_KEY_CHARS, SUBJECT_KIND, open_rows
 from mailroom.crypto.sealing import require_cipher
-from mailroom.mime.msgids import normalize_message_id, parse_id_list
 from mailroom.store.chunks import in_chunks
-from mailroom.store.keys import id_key
 from mailroom.store.models import Message, MessageRef
 
-__all__ = ["PROGRESS_KEY", "ids_in_headers", "rehash_lookup_batch", "rehash_lookups"]
+__all__ = ["PROGRESS_KEY", "rehash_lookup_batch", "rehash_lookups"]
 
 log = logging.getLogger(__name__)
 
 PROGRESS_KEY = "_lookup_keys"  # the last sealed message whose lookup columns were re-hashed
-_ID_FIELDS = ("message-id", "in-reply-to", "references")
 
 
 def rehash_lookups(
@@ -70,23 +68,6 @@ def rehash_lookups(
         return True  # the owner has no sealed mail: nothing to record
     progress[PROGRESS_KEY] = -1 if done_to is None else done_to
     return done_to is None
-
-
-def ids_in_headers(headers: Iterable[Sequence[str]]) -> set[str]:
-    """Every Message-ID a header list's Message-ID, In-Reply-To and References hold, as keys."""
-    found: set[str] = set()
-    for entry in headers:
-        if len(entry) != 2:
-            continue
-        name, value = str(entry[0]).lower(), str(entry[1] or "")
-        if name not in _ID_FIELDS:
-            continue
-        ids = parse_id_list(value)
-        if name == "message-id":
-            own = normalize_message_id(value)
-            ids = [*ids, *([own] if own else [])]
-        found.update(id_key(found_id) for found_id in ids if found_id)
-    return found
 
 
 def rehash_lookup_batch(session: Session, owner: int, after: int, batch: int) -> int | None:

@@ -19,6 +19,8 @@ from sqlalchemy import select, text
 from mailroom.conversations.references import reference_chain
 from mailroom.conversations.subject import split_subject
 from mailroom.conversations.threader import BatchThreader
+from mailroom.crypto.datakeys import OwnerKeys
+from mailroom.crypto.owner_rotation import start_rotation
 from mailroom.crypto.sealing import MailSealing
 from mailroom.mime import parse_message
 from mailroom.providers.local import open_source
@@ -250,3 +252,24 @@ def test_message_by_message_threading_finds_every_form_too(
     with store.session() as session:
         notes = session.scalars(select(Message.thread_note).where(Message.user_id == owner)).all()
     assert not any(notes)
+
+
+def test_the_subject_rescue_during_a_rotation_sees_one_id_under_both_versions(
+    store: Store, sealing: MailSealing
+) -> None:
+    """While an owner key rotation runs, a parent hashed under version 1 and its reply hashed
+    under version 2 are one conversation to the rescue: a reply naming no parent joins it,
+    and the rescue never splits it."""
+    store.sealing = sealing
+    account = make_account(store)
+    owner = account[0]
+    ingest(store, account, [("p1", _mail("p1", "Plan", ALICE, BOB, 0))])
+    with store.session() as session:
+        start_rotation(session, OwnerKeys(session, sealing.wrapper), owner)
+    ingest(
+        store, account, [("p2", _mail("p2", "Re: Plan", BOB, ALICE, 10, in_reply_to="p1@switch"))]
+    )
+    assert _thread(store, owner, "p2") == _thread(store, owner, "p1")
+    ingest(store, account, [("p3", _mail("p3", "RE: Plan", ALICE, BOB, 20))])
+    ingest(store, account, [("p4", _mail("p4", "Re: Re: Plan", BOB, ALICE, 30))])
+    assert _partition(store, owner) == {frozenset({"p1", "p2", "p3", "p4"})}
