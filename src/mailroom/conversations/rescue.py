@@ -50,8 +50,10 @@ rows pass and are checked in Python (their subjects are split anyway).
 Subject keys are looked up under every stored form
 (``LookupKeys.subject_forms``), and Message-IDs and references, which may be
 stored clear, or hashed under one key version or another, are compared by the
-id they stand for: the batch's forms (handed in by the threading stage), and
-the hashes of every clear id the rescue reads.
+id they stand for: the batch's forms (handed in by the threading stage), the
+hashes of every clear id the rescue reads and, while an owner key rotation
+runs (hashes of one id under two versions), the ids of the messages' header
+lists.
 """
 
 from __future__ import annotations
