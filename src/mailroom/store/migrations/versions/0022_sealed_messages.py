@@ -32,5 +32,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("messages") as batch:
-        batch.drop_column("sealed")
+    # ALTER TABLE DROP COLUMN on both (SQLite 3.35+): a batch copy of ``messages`` would
+    # break the triggers of other tables that name it.
+    op.drop_column("messages", "sealed")
