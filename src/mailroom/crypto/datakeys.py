@@ -52,13 +52,19 @@ class OwnerKeys:
         # value cost more than the sealing. A rotation started meanwhile is caught by the
         # rotation's closing pass (mailroom.crypto.owner_rotation).
         self._newest: dict[int, int] = {}
+        # The stored versions per owner, once per unit of work: every look-up of a sealed
+        # Message-ID hashes it under each version (threading asked thousands of times).
+        self._versions: dict[int, list[int]] = {}
 
     def versions(self, owner: int) -> list[int]:
         """The versions stored for ``owner``, oldest first."""
-        rows = self.session.scalars(
-            select(OwnerKey.version).where(OwnerKey.user_id == owner).order_by(OwnerKey.version)
-        )
-        return list(rows)
+        found = self._versions.get(owner)
+        if found is None:
+            rows = self.session.scalars(
+                select(OwnerKey.version).where(OwnerKey.user_id == owner).order_by(OwnerKey.version)
+            )
+            found = self._versions[owner] = list(rows)
+        return list(found)
 
     def current(self, owner: int) -> DataKey:
         """The newest data key of ``owner``, made (version 1) on first use."""
@@ -104,6 +110,7 @@ class OwnerKeys:
         for cached in [k for k in self._cache if k[0] == owner and k[1] < version]:
             del self._cache[cached]
         self._newest.pop(owner, None)
+        self._versions.pop(owner, None)
         return int(getattr(result, "rowcount", 0) or 0)
 
     def _create(self, owner: int, version: int) -> DataKey:
@@ -114,6 +121,7 @@ class OwnerKeys:
             wrapped=self.wrapper.wrap(key, wrap_context(owner, version)),
             wrapped_by=self.wrapper.key_id,
         )
+        self._versions.pop(owner, None)
         try:
             # A savepoint: another worker making the same version first is no error here.
             with self.session.begin_nested():

@@ -2,7 +2,9 @@
 
 A sealed message stores its Message-ID (``messages.message_id_header``), the ids
 it names (``message_refs.ref``) and its subject key (``messages.subject_key``)
-as the owner's keyed hashes (``crypto.message_fields``). While a rotation runs,
+as the owner's keyed hashes (``crypto.message_fields``), and so does a contact's
+address (``contacts.email``, rebuilt from stored mail when the messages are
+done). While a rotation runs,
 look-ups try the hash under every stored key version; once the old version is
 dropped, a hash made under it matches nothing, and a reply arriving later would
 no longer thread onto its sealed parent. So the rotation's last pass, before
@@ -67,6 +69,12 @@ def rehash_lookups(
     if done_to is None and PROGRESS_KEY not in progress:
         return True  # the owner has no sealed mail: nothing to record
     progress[PROGRESS_KEY] = -1 if done_to is None else done_to
+    if done_to is None:
+        # Contacts of a sealing owner are keyed hashes of addresses too: written again
+        # from the stored mail, under the newest version, in this last batch.
+        from mailroom.categories.correspondents import rebuild_contacts
+
+        rebuild_contacts(session, owner)
     return done_to is None
 
 

@@ -177,3 +177,27 @@ def test_sealed_senders_are_found_exactly(sealed_store: Store) -> None:
         "fred@example.net": sorted([box.id("from"), box.id("upper")]),
         "c@example.com": [box.id("to")],
     }
+
+
+def test_an_owner_rotation_rehashes_contacts_so_correspondents_are_still_known(
+    sealed_store: Store, sealing: MailSealing
+) -> None:
+    """After the old key version is dropped, a contact hashed under it is hashed anew."""
+    from mailroom.crypto import OwnerKeys
+    from mailroom.crypto.owner_rotation import Rotator, start_rotation
+
+    box = Mailbox(sealed_store)
+    box.ingest([("s1", make_message("s1@x", sender=ME, to=FRIEND, subject="Lunch?"))], "sent")
+    (before,) = box.contacts()
+    with sealed_store.session() as session:
+        rotation = start_rotation(session, OwnerKeys(session, sealing.wrapper), box.user_id).id
+        session.commit()
+    Rotator(sealed_store, sealing.wrapper, batch=2).run(rotation)
+    (after,) = box.contacts()
+    assert HASH.fullmatch(after) and after != before  # the newest version's hash
+    with sealed_store.session() as session:
+        assert correspondents_among(session, box.user_id, ["fred@example.net"]) == {
+            "fred@example.net"
+        }
+    box.ingest([newsletter("later", FRIEND, minutes=9)])
+    assert box.tab("later") == ("primary", "correspondent")
