@@ -26,7 +26,7 @@ from tests.crypto.sealed_mail.conftest import SUBJECT
 from tests.factories import make_message
 from tests.helpers import ingest, make_account
 from tests.jmap.conftest import serve
-from tests.web.conftest import add_user, browser, sign_in
+from tests.web.conftest import add_user, browser, csrf_of, sign_in
 from tests.webhooks.support import Clock, Receiver, endpoint_for, hook_settings
 
 SENDER = ("Wilhelmina Stroud", "wil@stroud.example")
@@ -137,8 +137,11 @@ def test_web_pages_show_opened_columns(sealed_store: Store, web: str) -> None:
     with sealed_store.session() as session:
         (thread,) = session.scalars(select(Thread.id)).all()
     try:
+        inbox = client.get("/")
+        rule = {"csrf": csrf_of(inbox.text), "subject": "hangar", "archive": "on"}
         pages = {
-            "inbox": client.get("/"),
+            "inbox": inbox,
+            "rule test": client.post("/settings/rules/test", data=rule),
             "thread": client.get(f"/threads/{thread}"),
             "search": client.get("/search", params={"q": "from:stroud"}),
             "subject search": client.get("/search", params={"q": "subject:hangar"}),
@@ -152,6 +155,7 @@ def test_web_pages_show_opened_columns(sealed_store: Store, web: str) -> None:
     assert "Wilhelmina" in pages["inbox"].text and "(no subject)" not in pages["inbox"].text
     assert f"<title>{SUBJECT}" in pages["thread"].text
     assert "<mark>hangar</mark>" in pages["subject search"].text
+    assert "matches 2 messages already in your mail" in pages["rule test"].text
     assert TO[0] in pages["thread"].text
 
 
