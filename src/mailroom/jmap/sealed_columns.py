@@ -58,7 +58,8 @@ def message_ids_of(session: Session, message_ids: Sequence[int]) -> dict[int, st
     """
     found: dict[int, str | None] = {}
     for message_id, columns in columns_of(session, message_ids, ["headers"]).items():
-        values = [str(p[1]) for p in columns["headers"] or [] if str(p[0]).lower() == "message-id"]
+        pairs = [p for p in columns["headers"] or [] if len(p) >= 2]
+        values = [str(value) for name, value, *_ in pairs if str(name).lower() == "message-id"]
         ident = normalize_message_id(values[0]) if values else None
         found[message_id] = id_key(ident) if ident else None
     return found
