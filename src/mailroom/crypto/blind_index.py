@@ -106,8 +106,8 @@ def _cache_of(hasher: Callable[[str], bytes]) -> dict[bytes, str]:
     name = hasher("")
     found = _cached.get(name)
     if found is None or len(found) > _CACHED_WORDS:
-        while len(_cached) >= _CACHED_KEYS:
-            _cached.pop(next(iter(_cached)))
+        while len(_cached) >= _CACHED_KEYS:  # the oldest key goes (another thread may race)
+            _cached.pop(next(iter(_cached), name), None)
         found = _cached[name] = {}
     return found
 
