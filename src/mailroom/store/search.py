@@ -78,9 +78,14 @@ def remove_entries(session: Session, message_ids: list[int]) -> None:
 
     if not message_ids:
         return
-    column = "rowid" if session.get_bind().dialect.name == "sqlite" else "message_id"
+    if session.get_bind().dialect.name != "sqlite":  # one statement for the batch
+        ids = list(message_ids)
+        session.execute(
+            text("DELETE FROM message_search WHERE message_id = ANY(:ids)"), {"ids": ids}
+        )
+        return
     session.execute(
-        text(f"DELETE FROM message_search WHERE {column} = :id"),
+        text("DELETE FROM message_search WHERE rowid = :id"),
         [{"id": message_id} for message_id in message_ids],
     )
 
