@@ -174,12 +174,32 @@ _REFS = select(MessageRef.message_id, MessageRef.ref).where(
 )
 
 
-def _opened(session: Session, rows: Iterable[Any]) -> list[Any]:
-    """The rows, sealed rows' subject, sender and recipients opened (clear rows as they are)."""
+def _opened(
+    session: Session, rows: Iterable[Any], known: dict[int, dict[str, Any]] | None = None
+) -> list[Any]:
+    """The rows, sealed rows' subject, sender and recipients opened (clear rows as they are).
+
+    ``known``: the opened columns by message id, used instead of opening again and
+    filled with what is opened here (a batch reads a message in several look-ups).
+    """
     found = list(rows)
     if not any(row.sealed for row in found):
         return found
-    return [SimpleNamespace(**values) for values in open_rows(session, found, _OPENED)]
+    known = {} if known is None else known
+    columns = [column for column in _OPENED if column in found[0]._mapping]
+    fresh = [
+        row for row in found if row.sealed and not known.get(row.id, {}).keys() >= set(columns)
+    ]
+    for values in open_rows(session, fresh, columns):
+        known.setdefault(int(values["id"]), {}).update({c: values[c] for c in columns})
+    opened: list[Any] = []
+    for row in found:
+        if row.sealed:
+            mine = known[row.id]
+            opened.append(SimpleNamespace(**{**row._mapping, **{c: mine[c] for c in columns}}))
+        else:
+            opened.append(row)
+    return opened
 
 
 def _eligible_subject(subject: str | None) -> bool:
@@ -242,6 +262,7 @@ class SubjectRescue:
         user_id: int,
         owner_addresses: Collection[str],
         forms: Mapping[str, str] | None = None,
+        known: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None:
         self.session = session
         self.user_id = user_id
@@ -253,6 +274,9 @@ class SubjectRescue:
         # values), and stored form of a Message-ID → the id it stands for.
         self.lookups = LookupKeys(session, user_id) if mail_cipher(session) is not None else None
         self.forms: dict[str, str] = dict(forms or {})
+        # Sealed rows' subject, sender and recipients by message id: the batch's own from
+        # the parsed mail (``known``), others as they are opened, each once per batch.
+        self.opened: dict[int, dict[str, Any]] = {k: dict(v) for k, v in (known or {}).items()}
 
     # -- loading -----------------------------------------------------------
 
@@ -261,7 +285,7 @@ class SubjectRescue:
         # On the Core connection: the rows are plain tuples, and the ORM's result
         # processing cost more than the query (``run`` flushes the session first).
         rows = self.session.connection().execute(statement, {"user": self.user_id, **params})
-        for row in _opened(self.session, rows):
+        for row in _opened(self.session, rows, self.opened):
             reply, core = split_subject(row.subject or "")
             found.append(
                 Facts(
@@ -439,7 +463,7 @@ class SubjectRescue:
                 )
                 scan |= {
                     row.thread_id
-                    for row in _opened(self.session, rows)
+                    for row in _opened(self.session, rows, self.opened)
                     if row.thread_id is not None and _eligible_subject(row.subject)
                 }
         for facts in self._threads(scan):

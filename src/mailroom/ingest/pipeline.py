@@ -22,7 +22,7 @@ Each stage has a name and one method; the list is ``PIPELINE``.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import select, update
 
@@ -286,7 +286,8 @@ class ThreadStage:
             return
         try:
             with session.begin_nested():
-                rescue = SubjectRescue(session, batch.user_id, batch.owner_addresses, forms)
+                known = _clear_facts(batch) if sealing_cipher(session) is not None else None
+                rescue = SubjectRescue(session, batch.user_id, batch.owner_addresses, forms, known)
                 result = rescue.run(threaded, merged)
         except Exception as exc:  # the rescue must never cost the batch either
             log.exception("Subject rescue failed for a batch of user %s", batch.user_id)
@@ -303,6 +304,21 @@ class ThreadStage:
             batch.session.execute(
                 update(Message).where(Message.id.in_(message_ids)).values(thread_note=note[:1000])
             )
+
+
+def _clear_facts(batch: Batch) -> dict[int, dict[str, Any]]:
+    """The subject, sender and recipients of the batch's messages, as their rows hold them."""
+    return {
+        item.message_id: {
+            "subject": item.parsed.subject,
+            "from_email": item.parsed.from_[0].email if item.parsed.from_ else "",
+            "recipients": {
+                "to": [[a.name, a.email] for a in item.parsed.to],
+                "cc": [[a.name, a.email] for a in item.parsed.cc],
+            },
+        }
+        for item in batch.messages
+    }
 
 
 class RulesStage:
