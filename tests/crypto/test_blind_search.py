@@ -24,8 +24,11 @@ from mailroom.crypto.datakeys import OwnerKeys
 from mailroom.crypto.owner_rotation import Rotator, start_rotation
 from mailroom.crypto.sealing import MailSealing, require_cipher
 from mailroom.crypto.shredding import delete_owner
+from mailroom.ingest.batch import store_batch
+from mailroom.ingest.model import IncomingMessage
 from mailroom.jmap import ids
 from mailroom.jmap.auth import set_password
+from mailroom.mime.pool import parse_all
 from mailroom.reading import search_ids
 from mailroom.rules.engine import condition_clauses
 from mailroom.rules.model import Conditions
@@ -209,6 +212,34 @@ def test_reindexing_replaces_a_sealed_message_tokens(
         "walrus",
     ]
     assert _jmap_ids(base, {"text": "otters"}) == [mixed["sealed"]]
+
+
+def test_words_split_by_a_parse_worker_give_the_same_entry(sealed: Store) -> None:
+    """A sealing import splits the blind index's words in its parse workers
+    (``ParsedMessage.blind_words``): the entry is the one the writer would have made."""
+    user_id, account_id, inbox = make_account(sealed, owner="alice")
+    seal_from_now(sealed)
+    body = f"{FILLER}Crème brûlée, Ünïcode, naïve café; 日本語 and ann@example.com wrote it.\n"
+    raws = [
+        _message(f"{which}@x", "Ré: Walrus budget été", body, minutes=n)
+        for n, which in enumerate(("writer", "worker"))
+    ]
+    split = parse_all([(raws[1], None)], blind_words=True)[0]
+    assert split.blind_words is not None
+    assert parse_all([(raws[1], None)])[0].blind_words is None
+    with sealed.session() as session:
+        store_batch(
+            session,
+            account_id,
+            user_id,
+            [
+                IncomingMessage("a", raws[0], label_ids=[inbox]),
+                IncomingMessage("b", raws[1], label_ids=[inbox], parsed=split),
+            ],
+        )
+    by_writer, by_worker = _ids(sealed)
+    assert len(token_words(sealed, by_writer)) > 20
+    assert entry_words(sealed, by_worker) == entry_words(sealed, by_writer)
 
 
 # -- JMAP ------------------------------------------------------------------------

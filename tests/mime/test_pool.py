@@ -42,6 +42,23 @@ def test_workers_parse_like_the_calling_process() -> None:
     assert parsed == [parse_message(raw) for raw, _ in ITEMS]
 
 
+def test_workers_split_blind_index_words_like_the_calling_process() -> None:
+    """A sealing import has the workers split the blind index's words too."""
+    from mailroom.mime.pool import parse_all
+
+    with ParsePool(PARALLEL_FROM, workers=2) as pool:
+        _wait_until_started(pool)
+        parsed = pool.result(pool.submit(ITEMS, blind_words=True), ITEMS)
+    inline = parse_all(ITEMS, blind_words=True)
+    assert all(m.blind_words is not None for m in parsed)
+
+    def words(messages: list[Any]) -> list[list[set[bytes]]]:  # a set's order varies by process
+        return [[set(part.split()) for part in m.blind_words] for m in messages]
+
+    assert words(parsed) == words(inline)
+    assert any(m.blind_words and m.blind_words[1] for m in parsed)
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_a_killed_worker_costs_no_message() -> None:
     with ParsePool(PARALLEL_FROM, workers=1) as pool:

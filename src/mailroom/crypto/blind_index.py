@@ -32,7 +32,7 @@ A phrase matches sealed mail when all its words occur, in any order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -127,8 +127,14 @@ class _Hashers:
 
     def entry(self, document: SearchDocument) -> tuple[str, str]:
         """The token words of one message: the subject's and participants', the body's."""
-        header_words = blind_word_bytes(document.subject) | blind_word_bytes(document.participants)
-        body_words = blind_word_bytes(document.body[:BODY_LIMIT])
+        header_words: Collection[bytes]
+        body_words: Collection[bytes]
+        if document.blind_words is not None:  # split by a parse worker: distinct already
+            header_words, body_words = (words.split() for words in document.blind_words)
+        else:
+            header = blind_word_bytes(document.subject)
+            header_words = header | blind_word_bytes(document.participants)
+            body_words = blind_word_bytes(document.body[:BODY_LIMIT])
         return (
             _joined(_looked_up(self._header_words, self._header, header_words)),
             _joined(_looked_up(self._body_words, self._body, body_words)),
@@ -136,7 +142,7 @@ class _Hashers:
 
 
 def _looked_up(
-    found: dict[bytes, str], hasher: Callable[[str], bytes], words: set[bytes]
+    found: dict[bytes, str], hasher: Callable[[str], bytes], words: Collection[bytes]
 ) -> list[str]:
     """The hex tokens of ``words``, hashing only those not ``found`` yet (and keeping them).
 

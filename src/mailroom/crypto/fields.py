@@ -20,8 +20,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
+import os
 import secrets as _random
+import threading
 from collections.abc import Callable
 
 from cryptography.exceptions import InvalidTag
@@ -79,6 +80,40 @@ def _lookup_key(data_key: DataKey, kind: str) -> bytes:
     ).derive(data_key.key)
 
 
+Sealer = Callable[[str, str, "int | str", "bytes | str"], bytes]  # table, column, row id, value
+
+_NONCE_BLOCK = 512  # nonces per call of os.urandom
+
+
+class _Nonces:
+    """Fresh random 12-byte nonces, sliced from one ``os.urandom`` block per 512.
+
+    A call of ``os.urandom`` per value cost a sixth of sealing it. The blocks are
+    per thread (two threads never slice the same block) and are dropped in a forked
+    child, which would otherwise hand out its parent's remaining nonces again.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._local = threading.local()
+
+    def next(self) -> bytes:
+        local = self._local
+        block: bytes | None = getattr(local, "block", None)
+        at: int = getattr(local, "at", 0)
+        if block is None or at >= len(block):
+            block = local.block = _random.token_bytes(_NONCE * _NONCE_BLOCK)
+            at = 0
+        local.at = at + _NONCE
+        return block[at : at + _NONCE]
+
+
+_nonces = _Nonces()
+
+
 class FieldCipher:
     """Encrypts and decrypts field values and makes lookup hashes for owners."""
 
@@ -88,17 +123,34 @@ class FieldCipher:
         # the HMAC itself when a message's addresses and references are hashed one by one.
         self._lookup_keys: dict[tuple[int, int, str], bytes] = {}
         self._aeads: dict[tuple[int, int], AESGCM] = {}  # one cipher object per key
+        self._hmac_states: dict[tuple[int, int, str], tuple[hashlib._Hash, hashlib._Hash]] = {}
 
     def encrypt(
         self, owner: int, table: str, column: str, row_id: int | str, value: bytes | str
     ) -> bytes:
         """Seal ``value`` of ``table.column`` of row ``row_id`` under the owner's current key."""
-        plain = value.encode("utf-8") if isinstance(value, str) else value
+        return self.sealer(owner)(table, column, row_id, value)
+
+    def sealer(self, owner: int) -> Sealer:
+        """:meth:`encrypt` for many values of ``owner``: the current key is looked up once.
+
+        For a batch of new mail (tens of thousands of values), where finding the key
+        and its cipher per value cost about as much as the AES itself. The sealed form
+        and associated data are :meth:`encrypt`'s (:func:`field_context`), byte for byte.
+        """
         key = self.keys.current(owner)
-        nonce = _random.token_bytes(_NONCE)
-        context = field_context(owner, table, column, row_id, key.version)
+        aead = self._aead(key)
         head = PREFIX + key.version.to_bytes(4, "big")
-        return head + nonce + self._aead(key).encrypt(nonce, plain, context)
+        tail = f":owner:{owner}:key:{key.version}"
+        nonces = _nonces
+
+        def seal(table: str, column: str, row_id: int | str, value: bytes | str) -> bytes:
+            plain = value.encode("utf-8") if isinstance(value, str) else value
+            nonce = nonces.next()
+            context = f"field:{table}:{column}:{row_id}{tail}".encode()
+            return head + nonce + aead.encrypt(nonce, plain, context)
+
+        return seal
 
     def decrypt(
         self, owner: int, table: str, column: str, row_id: int | str, token: bytes
@@ -139,12 +191,7 @@ class FieldCipher:
         SHA-256 states are keyed once and copied per value (RFC 2104), a third faster
         than copying an ``hmac`` object.
         """
-        key = self.keys.current(owner)
-        self._hash(key, kind, "")  # derives and caches the lookup key
-        derived = self._lookup_keys[(key.owner, key.version, kind)]
-        block = derived.ljust(64, b"\0")  # 32 bytes (HKDF): shorter than SHA-256's block
-        inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in block))
-        outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in block))
+        inner, outer = self._states(self.keys.current(owner), kind)
 
         def digest(value: str) -> bytes:
             first = inner.copy()
@@ -172,9 +219,26 @@ class FieldCipher:
             aead = self._aeads[slot] = AESGCM(key.key)
         return aead
 
-    def _hash(self, key: DataKey, kind: str, value: str) -> str:
+    def _states(self, key: DataKey, kind: str) -> tuple[hashlib._Hash, hashlib._Hash]:
+        """The HMAC's keyed inner and outer SHA-256 states of a lookup key (RFC 2104)."""
         slot = (key.owner, key.version, kind)
-        derived = self._lookup_keys.get(slot)
-        if derived is None:
-            derived = self._lookup_keys[slot] = _lookup_key(key, kind)
-        return hmac.new(derived, value.encode("utf-8"), hashlib.sha256).hexdigest()
+        states = self._hmac_states.get(slot)
+        if states is None:
+            derived = self._lookup_keys.get(slot)
+            if derived is None:
+                derived = self._lookup_keys[slot] = _lookup_key(key, kind)
+            block = derived.ljust(64, b"\0")  # 32 bytes (HKDF): shorter than SHA-256's block
+            states = self._hmac_states[slot] = (
+                hashlib.sha256(bytes(byte ^ 0x36 for byte in block)),
+                hashlib.sha256(bytes(byte ^ 0x5C for byte in block)),
+            )
+        return states
+
+    def _hash(self, key: DataKey, kind: str, value: str) -> str:
+        # hmac.new(derived, value, sha256).hexdigest(), from states keyed once (twice as fast).
+        inner, outer = self._states(key, kind)
+        first = inner.copy()
+        first.update(value.encode("utf-8"))
+        second = outer.copy()
+        second.update(first.digest())
+        return second.hexdigest()

@@ -36,15 +36,15 @@ BLOB_KIND = "blob"
 def seal_body_row(cipher: FieldCipher, owner: int, row: dict[str, Any]) -> dict[str, Any]:
     """A copy of a ``message_bodies`` insert row with every body column sealed."""
     message_id = int(row["message_id"])
+    seal = cipher.sealer(owner)  # the owner's key looked up once for the row's five values
     sealed = dict(row)
     for column in BODY_TEXT_COLUMNS:
         value = row.get(column)
         if value is not None:
-            token = cipher.encrypt(owner, BODIES, column, message_id, str(value))
-            sealed[column] = to_text(token)
+            sealed[column] = to_text(seal(BODIES, column, message_id, str(value)))
     for column in BODY_JSON_COLUMNS:
         dumped = json.dumps(row.get(column) or [], ensure_ascii=False)
-        sealed[column] = to_text(cipher.encrypt(owner, BODIES, column, message_id, dumped))
+        sealed[column] = to_text(seal(BODIES, column, message_id, dumped))
     sealed["sealed"] = True
     return sealed
 

@@ -31,8 +31,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, update
-
 from mailroom.crypto.fields import FieldCipher, from_text, to_text
 from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
 from mailroom.errors import SealedWithoutKeys
@@ -200,25 +198,43 @@ def seal_inserted(
     """Write the sealed mail columns of rows just inserted with :data:`PLACEHOLDERS`.
 
     ``clear_values``: message id → its clear mail columns. One UPDATE per row, in the
-    inserting transaction, so no reader ever sees a half-written sealed message.
+    inserting transaction, so no reader ever sees a half-written sealed message. The
+    driver's own executemany with tuples (SQLAlchemy's ``update()`` with bound dicts cost
+    a third of the sealing); values as SQLAlchemy would bind them (:func:`seal_value`,
+    the JSON column's value dumped as JSON).
     """
-    from mailroom.store.models import Message
-
     if not clear_values:
         return
-    cipher = require_cipher(session, "New mail")
-    params = []
+    seal = require_cipher(session, "New mail").sealer(owner)
+    columns = tuple(PLACEHOLDERS)
+    params: list[tuple[Any, ...]] = []
     for message_id, values in clear_values.items():
-        row: dict[str, Any] = {"b_id": message_id}
-        for column in PLACEHOLDERS:
-            row[column] = seal_value(cipher, owner, message_id, column, values.get(column))
-        params.append(row)
-    statement = (
-        update(Message.__table__)  # type: ignore[arg-type]
-        .where(Message.__table__.c.id == bindparam("b_id"))
-        .values({column: bindparam(column) for column in PLACEHOLDERS})
+        row: list[Any] = []
+        for column in columns:
+            value = values.get(column)
+            if value is None:
+                sealed = None
+            elif column in JSON_COLUMNS:
+                plain = json.dumps(value, ensure_ascii=False)
+                sealed = to_text(seal(MESSAGES, column, message_id, plain))
+            else:
+                sealed = to_text(seal(MESSAGES, column, message_id, str(value)))
+            row.append(json.dumps(sealed) if column in JSON_COLUMNS else sealed)
+        row.append(message_id)
+        params.append(tuple(row))
+    connection = session.connection()
+    if connection.dialect.name == "sqlite":
+        marker, cast = "?", "{}"
+    else:
+        marker, cast = "%s", "CAST({} AS JSON)"
+    assignments = ", ".join(
+        f"{column} = {cast.format(marker) if column in JSON_COLUMNS else marker}"
+        for column in columns
     )
-    session.connection().execute(statement, params)
+    connection.exec_driver_sql(
+        f"UPDATE {MESSAGES} SET {assignments} WHERE id = {marker}",
+        params,
+    )
 
 
 def sealed_updates(

@@ -75,14 +75,6 @@ def _addresses(addresses: Sequence[Address]) -> list[list[str]]:
     return [[address.name, address.email] for address in addresses]
 
 
-def _participants(parsed: ParsedMessage) -> str:
-    words: list[str] = []
-    for address in [*parsed.from_, *parsed.to, *parsed.cc, *parsed.bcc]:
-        local, _, domain = address.email.partition("@")
-        words.extend((address.name, address.email, local, domain))
-    return " ".join(word for word in words if word)
-
-
 def _message_row(
     parsed: ParsedMessage,
     item: IncomingMessage,
@@ -218,7 +210,13 @@ def store_batch(
             for pos, ref in enumerate(chain)
         )
         documents.append(
-            SearchDocument(message_id, parsed.subject, _participants(parsed), parsed.text_body)
+            SearchDocument(
+                message_id,
+                parsed.subject,
+                parsed.participants(),
+                parsed.text_body,
+                parsed.blind_words,
+            )
         )
     if refs:
         insert_ignoring_conflicts(session, MessageRef, refs)

@@ -72,6 +72,17 @@ class ParsedMessage:
     attachments: list[Attachment] = field(default_factory=list)
     size: int = 0
     notes: list[str] = field(default_factory=list)
+    # The blind index's words of the message (``store.search.blind_search_words``), split in the
+    # parse worker when the import seals mail, so the writer only hashes them; None otherwise.
+    blind_words: tuple[bytes, bytes] | None = field(default=None, compare=False)
+
+    def participants(self) -> str:
+        """The searchable text of the sender and recipients: names, addresses, their halves."""
+        words: list[str] = []
+        for address in [*self.from_, *self.to, *self.cc, *self.bcc]:
+            local, _, domain = address.email.partition("@")
+            words.extend((address.name, address.email, local, domain))
+        return " ".join(word for word in words if word)
 
     def header(self, name: str) -> str | None:
         """Return the decoded value of the first header called ``name`` (any case), or None."""

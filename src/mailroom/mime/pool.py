@@ -41,9 +41,23 @@ PARALLEL_FROM = 1000  # messages; below this, parse inline
 T = TypeVar("T")
 
 
-def parse_all(items: Sequence[tuple[bytes, datetime | None]]) -> list[ParsedMessage]:
-    """Parse (raw, received time) pairs; runs in a worker process."""
-    return [parse_message(raw, received_at=received) for raw, received in items]
+def parse_all(
+    items: Sequence[tuple[bytes, datetime | None]], blind_words: bool = False
+) -> list[ParsedMessage]:
+    """Parse (raw, received time) pairs; runs in a worker process.
+
+    ``blind_words``: the import seals mail; each message's blind index words are split
+    here too (``ParsedMessage.blind_words``), off the writer's process.
+    """
+    parsed = [parse_message(raw, received_at=received) for raw, received in items]
+    if blind_words:
+        from mailroom.store.search import blind_search_words  # re and unicodedata only
+
+        for message in parsed:
+            message.blind_words = blind_search_words(
+                message.subject, message.participants(), message.text_body
+            )
+    return parsed
 
 
 def _ready() -> bool:
@@ -115,12 +129,17 @@ class ParsePool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, items: Sequence[tuple[bytes, datetime | None]]) -> Future[list[ParsedMessage]]:
-        """Start parsing a batch (here, when no worker is up); the result keeps the order."""
-        future = self.call(parse_all, list(items))
+    def submit(
+        self, items: Sequence[tuple[bytes, datetime | None]], blind_words: bool = False
+    ) -> Future[list[ParsedMessage]]:
+        """Start parsing a batch (here, when no worker is up); the result keeps the order.
+
+        ``blind_words``: see :func:`parse_all`.
+        """
+        future = self.call(parse_all, list(items), blind_words)
         if future is None:
             future = Future()
-            future.set_result(parse_all(items))
+            future.set_result(parse_all(items, blind_words))
         return future
 
     def call(self, function: Callable[..., T], *args: Any) -> Future[T] | None:

@@ -125,6 +125,8 @@ def import_path(
         if progress:
             progress(len(chunk))
 
+    # Sealing: the workers split the blind index's words too (the writer is the busy process).
+    seals = store.sealing is not None and store.sealing.seal_new_mail
     with fewer_collections(), ParsePool(summary.total) as pool:
         ahead: deque[tuple[list[LocalMessage], list[tuple[bytes, datetime | None]], Any]] = deque()
         for chunk in _batches(source.messages(), batch_size):
@@ -132,7 +134,7 @@ def import_path(
                 if message.raw is None:
                     summary.failed.append((message.key, message.error or "unreadable"))
             work = [(m.raw, m.mtime) for m in chunk if m.raw is not None]
-            ahead.append((chunk, work, pool.submit(work)))
+            ahead.append((chunk, work, pool.submit(work, seals)))
             if len(ahead) > LOOK_AHEAD:
                 done_chunk, done_work, future = ahead.popleft()
                 save(done_chunk, pool.result(future, done_work))
