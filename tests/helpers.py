@@ -47,6 +47,12 @@ def thread_of(store: Store, message_id_header: str) -> int | None:
         )
 
 
+def thread_of_provider(store: Store, provider_id: str) -> int | None:
+    """The thread id of the message with this provider id (sealed mail's Message-ID is hashed)."""
+    with store.session() as session:
+        return session.scalar(select(Message.thread_id).where(Message.provider_id == provider_id))
+
+
 def write_maildir(root: Path, messages: dict[str, bytes], folder: str = "") -> Path:
     """Write messages into a Maildir (optionally a Maildir++ sub-folder)."""
     base = root / folder if folder else root

@@ -112,3 +112,65 @@ def test_the_files_hold_no_raw_header_and_the_dump_no_body(sealed_store: Store) 
     assert b"X-Secret-Plan" not in found
     if sealed_store.dialect == "postgresql":
         assert BODY_PHRASE.encode() not in found
+
+
+def test_no_subject_address_preview_or_message_id_reaches_any_file(sealed_store: Store) -> None:
+    """Sealing on: the WAL as written, the checkpointed file, or a dump of every table.
+
+    Subject, preview (the body's first words), sender and recipient names and addresses,
+    Message-ID and the id a reply names are in none of them (threading still joins them).
+    """
+    from tests.factories import make_message
+    from tests.helpers import thread_of_provider
+
+    secrets = [
+        "Zeppelin hangar quarterly forecast",
+        "Carol Quixotic",
+        "carol.quixotic@hangar-alice.example",
+        "Dorian Umbrella",
+        "dorian.umbrella@recipient.example",
+        "root-7f3e9a@hangar-alice.example",
+        BODY_PHRASE,
+    ]
+    first = make_message(
+        "root-7f3e9a@hangar-alice.example",
+        subject="Zeppelin hangar quarterly forecast",
+        sender="Carol Quixotic <carol.quixotic@hangar-alice.example>",
+        to="Dorian Umbrella <dorian.umbrella@recipient.example>",
+        body=f"{BODY_PHRASE}\n",
+    )
+    reply = make_message(
+        "reply-1@recipient.example",
+        subject="Re: Zeppelin hangar quarterly forecast",
+        sender="Dorian Umbrella <dorian.umbrella@recipient.example>",
+        to="Carol Quixotic <carol.quixotic@hangar-alice.example>",
+        in_reply_to="root-7f3e9a@hangar-alice.example",
+        minutes=5,
+    )
+    account = make_account(sealed_store)
+    if sealed_store.dialect == "sqlite":
+        path = Path(make_url(sealed_store.engine.url).database or "")
+        wal = path.with_name(path.name + "-wal")
+        with sealed_store.engine.connect() as conn:  # start from an empty WAL
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        ingest(sealed_store, account, [("1", first), ("2", reply)])
+        written = wal.read_bytes() if wal.exists() else b""
+        assert written  # the batch went through the WAL
+        contents = written + _file_bytes(sealed_store)
+    else:
+        ingest(sealed_store, account, [("1", first), ("2", reply)])
+        contents = _dump_all(sealed_store)
+    for secret in secrets:
+        assert secret.encode() not in contents, secret
+    assert thread_of_provider(sealed_store, "1") == thread_of_provider(sealed_store, "2")
+
+
+def _dump_all(store: Store) -> bytes:
+    """A pg_dump of every table's data (what a PostgreSQL backup would hold)."""
+    if shutil.which("pg_dump") is None:
+        service_missing("pg_dump", "not installed; scripts/test-services.sh installs it")
+    url = make_url(store.engine.url)
+    env = {**os.environ, "PGPASSWORD": url.password or ""}
+    args = ["pg_dump", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
+    args += ["-U", url.username or "postgres", "--data-only", url.database or ""]
+    return subprocess.run(args, env=env, check=True, capture_output=True, timeout=60).stdout
