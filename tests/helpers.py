@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
+from sqlalchemy.engine import make_url
 
 from mailroom.ingest import BatchResult, IncomingMessage, store_batch
 from mailroom.labels.resolver import ensure_system_labels
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.store.engine import Store
 from mailroom.store.models import Message
+from tests.conftest import service_missing
 
 if TYPE_CHECKING:
     from huey import Huey
@@ -47,10 +52,19 @@ def thread_of(store: Store, message_id_header: str) -> int | None:
         )
 
 
-def thread_of_provider(store: Store, provider_id: str) -> int | None:
-    """The thread id of the message with this provider id (sealed mail's Message-ID is hashed)."""
+def thread_of_provider(store: Store, owner: int, provider_id: str) -> int:
+    """The thread of ``owner``'s message with this provider id (it must have one).
+
+    For sealed mail, whose Message-ID is stored hashed (``thread_of`` cannot find it).
+    """
     with store.session() as session:
-        return session.scalar(select(Message.thread_id).where(Message.provider_id == provider_id))
+        found = session.scalar(
+            select(Message.thread_id).where(
+                Message.user_id == owner, Message.provider_id == provider_id
+            )
+        )
+    assert found is not None
+    return found
 
 
 def write_maildir(root: Path, messages: dict[str, bytes], folder: str = "") -> Path:
@@ -71,3 +85,20 @@ def drain(queue: Huey) -> int:
         queue.execute(task)
         ran += 1
     return ran
+
+
+def pg_dump_data(store: Store, *tables: str) -> bytes:
+    """``pg_dump --data-only`` of the store's database (only ``tables``, when named).
+
+    What a PostgreSQL backup would hold: file checks grep it for what must be gone.
+    """
+    if shutil.which("pg_dump") is None:
+        service_missing("pg_dump", "not installed; scripts/test-services.sh installs it")
+    url = make_url(store.engine.url)
+    env = {**os.environ, "PGPASSWORD": url.password or ""}
+    args = ["pg_dump", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
+    args += ["-U", url.username or "postgres", "--data-only"]
+    for table in tables:
+        args += ["-t", table]
+    args.append(url.database or "")
+    return subprocess.run(args, env=env, check=True, capture_output=True, timeout=60).stdout

@@ -20,7 +20,7 @@ from mailroom.store.engine import Store
 from mailroom.store.models import AuditEntry, KeyRotation, Message, MessageRef, WebhookEndpoint
 from tests.crypto.conftest import add_owner
 from tests.factories import make_message
-from tests.helpers import ingest, make_account
+from tests.helpers import ingest, make_account, thread_of_provider
 
 URLS = EncryptedColumn("webhook_endpoints", "url", text=True)
 
@@ -170,17 +170,6 @@ def _rotation_mail(mid: str, subject: str, sender: str, to: str, **kw: object) -
 _ALICE, _BOB = "Alice <alice@example.org>", "Bob <bob@example.net>"
 
 
-def _thread_of(store: Store, owner: int, provider_id: str) -> int:
-    with store.session() as session:
-        found = session.scalar(
-            select(Message.thread_id).where(
-                Message.user_id == owner, Message.provider_id == provider_id
-            )
-        )
-    assert found is not None
-    return found
-
-
 def _lookup_columns(store: Store, owner: int) -> dict[str, tuple[object, ...]]:
     """Each message's stored Message-ID, subject key and references, by provider id."""
     with store.session() as session:
@@ -222,7 +211,7 @@ def test_replies_thread_onto_sealed_mail_during_and_after_a_rotation(
     # Meanwhile both versions are looked up: a reply stored under version 2 finds its parent.
     ingest(store, account, [("p1", _rotation_mail("p1", "Re: Plan", _BOB, _ALICE, minutes=5,
                                                   in_reply_to="p@rot"))])  # fmt: skip
-    assert _thread_of(store, owner, "p1") == _thread_of(store, owner, "p")
+    assert thread_of_provider(store, owner, "p1") == thread_of_provider(store, owner, "p")
     rotator = Rotator(store, wrapper, batch=2)
     halfway = False
     while not rotator.run_batch(rotation_id):
@@ -258,8 +247,9 @@ def test_replies_thread_onto_sealed_mail_during_and_after_a_rotation(
                                   in_reply_to="x1@rot")),
         ],
     )  # fmt: skip
-    assert _thread_of(store, owner, "p2") == _thread_of(store, owner, "p")
-    assert _thread_of(store, owner, "q1") == _thread_of(store, owner, "q")
-    assert _thread_of(store, owner, "k1") == _thread_of(store, owner, "k")
-    assert _thread_of(store, owner, "x3") == _thread_of(store, owner, "x1")  # its only parent
-    assert len({_thread_of(store, owner, p) for p in ("p", "q", "k", "x1", "x2")}) == 5
+    assert thread_of_provider(store, owner, "p2") == thread_of_provider(store, owner, "p")
+    assert thread_of_provider(store, owner, "q1") == thread_of_provider(store, owner, "q")
+    assert thread_of_provider(store, owner, "k1") == thread_of_provider(store, owner, "k")
+    # x3's only parent is x1
+    assert thread_of_provider(store, owner, "x3") == thread_of_provider(store, owner, "x1")
+    assert len({thread_of_provider(store, owner, p) for p in ("p", "q", "k", "x1", "x2")}) == 5

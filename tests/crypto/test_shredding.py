@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,9 +15,8 @@ from mailroom.reading import search_ids
 from mailroom.store.engine import Store
 from mailroom.store.models import AuditEntry, Base, MessageBody, OwnerKey
 from tests.cli.test_tokens import run
-from tests.conftest import service_missing
 from tests.factories import make_message
-from tests.helpers import ingest, make_account, thread_of
+from tests.helpers import ingest, make_account, pg_dump_data, thread_of
 
 # What only alice's mail holds: after her deletion none of it may be found in the files.
 ALICE_SUBJECT = "Zeppelin hangar quarterly forecast"
@@ -59,17 +56,6 @@ def _file_bytes(store: Store) -> bytes:
     database = Path(make_url(store.engine.url).database or "")
     wal = Path(f"{database}-wal")
     return database.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
-
-
-def _dump(store: Store) -> bytes:
-    """A plain pg_dump of the test database (what a PostgreSQL backup would hold)."""
-    if shutil.which("pg_dump") is None:
-        service_missing("pg_dump", "not installed; scripts/test-services.sh installs it")
-    url = make_url(store.engine.url)
-    env = {**os.environ, "PGPASSWORD": url.password or ""}
-    args = ["pg_dump", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
-    args += ["-U", url.username or "postgres", "--data-only", url.database or ""]
-    return subprocess.run(args, env=env, check=True, capture_output=True, timeout=60).stdout
 
 
 def test_a_deleted_owner_leaves_no_mail_in_the_files_and_the_other_keeps_theirs(
@@ -128,7 +114,7 @@ def test_a_deleted_owner_leaves_no_mail_in_the_files_and_the_other_keeps_theirs(
     again = run(store, tmp_path, "user", "delete", "alice", "--yes")
     assert "There is no user called 'alice'" in again.output
 
-    contents = _file_bytes(store) if store.dialect == "sqlite" else _dump(store)
+    contents = _file_bytes(store) if store.dialect == "sqlite" else pg_dump_data(store)
     # Single words too: the full-text index keeps a deleted document's terms in its older
     # segments until they are merged, secure_delete or not.
     for gone in (ALICE_SUBJECT, ALICE_ADDRESS, ALICE_PHRASE, "hippopotamus", "zeppelin"):

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from sqlalchemy import select, text
@@ -14,9 +11,8 @@ from sqlalchemy.engine import make_url
 from mailroom.crypto.mail_reading import bodies_of, raw_message
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Message, MessageBody
-from tests.conftest import service_missing
 from tests.crypto.sealed_mail.conftest import BODY_PHRASE, HEADER_VALUE, sealed_message
-from tests.helpers import ingest, make_account
+from tests.helpers import ingest, make_account, pg_dump_data, thread_of_provider
 
 
 def _table_text(store: Store, table: str) -> bytes:
@@ -90,13 +86,7 @@ def _file_bytes(store: Store) -> bytes:
         path = Path(url.database or "")
         wal = path.with_name(path.name + "-wal")
         return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
-    if shutil.which("pg_dump") is None:
-        service_missing("pg_dump", "not installed; scripts/test-services.sh installs it")
-    env = {**os.environ, "PGPASSWORD": url.password or ""}
-    args = ["pg_dump", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
-    args += ["-U", url.username or "postgres", "--data-only"]
-    args += ["-t", "message_bodies", "-t", "blobs", url.database or ""]
-    return subprocess.run(args, env=env, check=True, capture_output=True, timeout=60).stdout
+    return pg_dump_data(store, "message_bodies", "blobs")
 
 
 def test_the_files_hold_no_raw_header_and_the_dump_no_body(sealed_store: Store) -> None:
@@ -121,7 +111,6 @@ def test_no_subject_address_preview_or_message_id_reaches_any_file(sealed_store:
     Message-ID and the id a reply names are in none of them (threading still joins them).
     """
     from tests.factories import make_message
-    from tests.helpers import thread_of_provider
 
     secrets = [
         "Zeppelin hangar quarterly forecast",
@@ -159,18 +148,10 @@ def test_no_subject_address_preview_or_message_id_reaches_any_file(sealed_store:
         contents = written + _file_bytes(sealed_store)
     else:
         ingest(sealed_store, account, [("1", first), ("2", reply)])
-        contents = _dump_all(sealed_store)
+        contents = pg_dump_data(sealed_store)
     for secret in secrets:
         assert secret.encode() not in contents, secret
-    assert thread_of_provider(sealed_store, "1") == thread_of_provider(sealed_store, "2")
-
-
-def _dump_all(store: Store) -> bytes:
-    """A pg_dump of every table's data (what a PostgreSQL backup would hold)."""
-    if shutil.which("pg_dump") is None:
-        service_missing("pg_dump", "not installed; scripts/test-services.sh installs it")
-    url = make_url(store.engine.url)
-    env = {**os.environ, "PGPASSWORD": url.password or ""}
-    args = ["pg_dump", "-h", url.host or "127.0.0.1", "-p", str(url.port or 5432)]
-    args += ["-U", url.username or "postgres", "--data-only", url.database or ""]
-    return subprocess.run(args, env=env, check=True, capture_output=True, timeout=60).stdout
+    owner = account[0]
+    assert thread_of_provider(sealed_store, owner, "1") == thread_of_provider(
+        sealed_store, owner, "2"
+    )

@@ -29,7 +29,7 @@ from mailroom.store.models import Message, Thread
 from tests.conftest import SAMPLES
 from tests.conversations.conftest import rescue_scenarios
 from tests.factories import make_message
-from tests.helpers import ingest, make_account
+from tests.helpers import ingest, make_account, thread_of_provider
 
 Corpus = list[tuple[str, bytes]]
 ALICE, BOB = "Alice <alice@example.org>", "Bob <bob@example.net>"
@@ -83,17 +83,6 @@ def _ingest_in_batches(
         if items[start:end]:
             ingest(store, account, items[start:end])
         start = end
-
-
-def _thread(store: Store, owner: int, provider_id: str) -> int:
-    with store.session() as session:
-        thread_id = session.scalar(
-            select(Message.thread_id).where(
-                Message.user_id == owner, Message.provider_id == provider_id
-            )
-        )
-    assert thread_id is not None
-    return thread_id
 
 
 def test_a_sealed_store_threads_as_a_clear_one(store: Store, sealing: MailSealing) -> None:
@@ -218,8 +207,9 @@ def test_clear_mail_after_sealing_is_switched_off_joins_sealed_conversations(
             ("s2", _mail("s2", "Re: Budget", DAN, CAROL, 60)),
         ],
     )
-    assert _thread(store, account[0], "p2") == _thread(store, account[0], "p1")
-    assert _thread(store, account[0], "s2") == _thread(store, account[0], "s1")
+    owner = account[0]
+    assert thread_of_provider(store, owner, "p2") == thread_of_provider(store, owner, "p1")
+    assert thread_of_provider(store, owner, "s2") == thread_of_provider(store, owner, "s1")
 
 
 def test_message_by_message_threading_finds_every_form_too(
@@ -247,8 +237,8 @@ def test_message_by_message_threading_finds_every_form_too(
         ],
     )
     owner = account[0]
-    assert _thread(store, owner, "p2") == _thread(store, owner, "p1")
-    assert _thread(store, owner, "l1") == _thread(store, owner, "c1")
+    assert thread_of_provider(store, owner, "p2") == thread_of_provider(store, owner, "p1")
+    assert thread_of_provider(store, owner, "l1") == thread_of_provider(store, owner, "c1")
     with store.session() as session:
         notes = session.scalars(select(Message.thread_note).where(Message.user_id == owner)).all()
     assert not any(notes)
@@ -269,7 +259,7 @@ def test_the_subject_rescue_during_a_rotation_sees_one_id_under_both_versions(
     ingest(
         store, account, [("p2", _mail("p2", "Re: Plan", BOB, ALICE, 10, in_reply_to="p1@switch"))]
     )
-    assert _thread(store, owner, "p2") == _thread(store, owner, "p1")
+    assert thread_of_provider(store, owner, "p2") == thread_of_provider(store, owner, "p1")
     ingest(store, account, [("p3", _mail("p3", "RE: Plan", ALICE, BOB, 20))])
     ingest(store, account, [("p4", _mail("p4", "Re: Re: Plan", BOB, ALICE, 30))])
     assert _partition(store, owner) == {frozenset({"p1", "p2", "p3", "p4"})}
