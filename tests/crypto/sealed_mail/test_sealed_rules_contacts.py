@@ -4,7 +4,6 @@ by every form; tabs and their explanations see the opened sender, subject and re
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,37 +14,19 @@ from mailroom.categories.correspondents import correspondents_among, senders_by_
 from mailroom.categories.recompute import backfill_categories, explain
 from mailroom.crypto.sealing import MailSealing
 from mailroom.errors import SealedWithoutKeys
-from mailroom.ingest import BatchResult, IncomingMessage, store_batch
-from mailroom.labels.resolver import ensure_system_labels
-from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.store.engine import Store
 from mailroom.store.models import Contact, Message
 from mailroom.store.reader import SqliteReader
+from tests.categories.test_tabs import FRIEND, UNSUBSCRIBE
+from tests.categories.test_tabs import Mailbox as TabsMailbox
 from tests.factories import make_message
 
 ME = "Me <me@example.org>"
-FRIEND = "Fred <fred@example.net>"
-UNSUBSCRIBE = {"List-Unsubscribe": "<mailto:leave@news.example>"}
 HASH = re.compile(r"[0-9a-f]{64}")
 
 
-class Mailbox:
-    """An owner (address me@example.org) with one account; messages found by provider id."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        with store.session() as session:
-            user = get_or_create_user(session, "me")
-            account = get_or_create_account(
-                session, user, "main", "local", {"email": "me@example.org"}
-            )
-            self.roles = ensure_system_labels(session, user.id)
-            self.user_id, self.account_id = user.id, account.id
-
-    def ingest(self, items: Sequence[tuple[str, bytes]], folder: str = "inbox") -> BatchResult:
-        with self.store.session() as session:
-            batch = [IncomingMessage(p, raw, label_ids=[self.roles[folder]]) for p, raw in items]
-            return store_batch(session, self.account_id, self.user_id, batch)
+class Mailbox(TabsMailbox):
+    """The tab tests' owner (me@example.org, one account); messages found by provider id."""
 
     def tab(self, provider_id: str) -> tuple[str | None, str | None]:
         with self.store.session() as session:
