@@ -16,41 +16,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, Integer, TextClause, bindparam, or_, select, text
 from sqlalchemy.orm import Session
 
-from mailroom.crypto.message_fields import open_rows
+from mailroom.crypto.message_fields import has_sealed, open_rows
 from mailroom.store.chunks import in_chunks
-from mailroom.store.models import Message, OwnerKey
+from mailroom.store.models import Message
 
 __all__ = ["from_candidates", "has_sealed", "id_in", "sealed_matching", "sealed_rows"]
 
 Where = ColumnElement[bool] | TextClause
-
-
-def has_sealed(session: Session, owner: int, candidates: Collection[int] | None = None) -> bool:
-    """Whether the owner has a sealed message (among ``candidates`` when given).
-
-    Cheap either way: an owner without a data key has no sealed mail (one look at
-    ``owner_keys``); otherwise the newest sealed row, found through the owner's
-    ``received_at`` index since sealed mail is the recent mail, or the candidates by id.
-    """
-    if session.scalar(select(OwnerKey.id).where(OwnerKey.user_id == owner).limit(1)) is None:
-        return False
-    if candidates is not None:
-        return any(
-            session.scalar(
-                select(Message.id)
-                .where(Message.user_id + 0 == owner, Message.sealed, Message.id.in_(chunk))
-                .limit(1)
-            )
-            is not None
-            for chunk in in_chunks(sorted(candidates))
-        )
-    newest = (
-        select(Message.id)
-        .where(Message.user_id == owner, Message.sealed)
-        .order_by(Message.received_at.desc())
-        .limit(1)
-    )
-    return session.scalar(newest) is not None
 
 
 def sealed_rows(

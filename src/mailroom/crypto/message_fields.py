@@ -28,7 +28,7 @@ unchanged; so does a store opened without keys, until it meets a sealed row
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mailroom.crypto.fields import FieldCipher, from_text, to_text
@@ -54,6 +54,7 @@ __all__ = [
     "open_rows",
     "open_value",
     "seal_inserted",
+    "has_sealed",
     "seal_value",
     "sealed_updates",
 ]
@@ -270,6 +271,39 @@ def sealed_updates(
                     )
         out.append(values)
     return out
+
+
+def has_sealed(session: Session, owner: int, candidates: Collection[int] | None = None) -> bool:
+    """Whether the owner has a sealed message (among ``candidates`` when given).
+
+    Cheap either way: an owner without a data key has no sealed mail (one look at
+    ``owner_keys``); otherwise the newest sealed row, found through the owner's
+    ``received_at`` index since sealed mail is the recent mail, or the candidates by id.
+    """
+    from sqlalchemy import select
+
+    from mailroom.store.chunks import in_chunks
+    from mailroom.store.models import Message, OwnerKey
+
+    if session.scalar(select(OwnerKey.id).where(OwnerKey.user_id == owner).limit(1)) is None:
+        return False
+    if candidates is not None:
+        return any(
+            session.scalar(
+                select(Message.id)
+                .where(Message.user_id + 0 == owner, Message.sealed, Message.id.in_(chunk))
+                .limit(1)
+            )
+            is not None
+            for chunk in in_chunks(sorted(candidates))
+        )
+    newest = (
+        select(Message.id)
+        .where(Message.user_id == owner, Message.sealed)
+        .order_by(Message.received_at.desc())
+        .limit(1)
+    )
+    return session.scalar(newest) is not None
 
 
 class LookupKeys:

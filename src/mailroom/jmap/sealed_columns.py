@@ -16,30 +16,16 @@ from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, text
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.mail_reading import columns_of
-from mailroom.crypto.message_fields import open_rows
+from mailroom.crypto.message_fields import has_sealed, open_rows
 from mailroom.mime.msgids import normalize_message_id
 from mailroom.store.keys import id_key
 from mailroom.store.models import Message
 
-__all__ = ["SealedMail", "has_sealed_mail", "message_ids_of", "opened", "sql_lower"]
-
-_HAS_KEY = "SELECT 1 FROM owner_keys WHERE user_id = :owner LIMIT 1"
-# Newest first: the owner's sealed rows are the recent ones, found at once by the index.
-_HAS_SEALED = (
-    "SELECT 1 FROM messages WHERE user_id = :owner AND sealed ORDER BY received_at DESC LIMIT 1"
-)
-
-
-def has_sealed_mail(session: Session, owner: int) -> bool:
-    """Whether ``owner`` has a sealed message (an owner without a data key has none)."""
-    params = {"owner": owner}
-    if session.execute(text(_HAS_KEY), params).first() is None:
-        return False
-    return session.execute(text(_HAS_SEALED), params).first() is not None
+__all__ = ["SealedMail", "message_ids_of", "opened", "sql_lower"]
 
 
 def opened(session: Session, rows: Iterable[Any], columns: Sequence[str]) -> list[Any]:
@@ -97,7 +83,7 @@ class SealedMail:
     def present(self) -> bool:
         """Whether the owner has sealed mail (asked once)."""
         if self._present is None:
-            self._present = has_sealed_mail(self.session, self.owner)
+            self._present = has_sealed(self.session, self.owner)
         return self._present
 
     def column(self, name: str, narrow: ColumnElement[bool] | None = None) -> dict[int, Any]:
