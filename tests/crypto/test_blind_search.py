@@ -19,7 +19,7 @@ from alembic import command
 from sqlalchemy import inspect, select, text
 
 from mailroom.crypto import MasterKeyWrapper
-from mailroom.crypto.blind_index import BODY_KIND, HEADER_KIND, token_word
+from mailroom.crypto.blind_index import BODY_KIND, HEADER_KIND, token_keys, token_word
 from mailroom.crypto.datakeys import OwnerKeys
 from mailroom.crypto.owner_rotation import Rotator, start_rotation
 from mailroom.crypto.sealing import MailSealing, require_cipher
@@ -214,19 +214,25 @@ def test_reindexing_replaces_a_sealed_message_tokens(
     assert _jmap_ids(base, {"text": "otters"}) == [mixed["sealed"]]
 
 
-def test_words_split_by_a_parse_worker_give_the_same_entry(sealed: Store) -> None:
-    """A sealing import splits the blind index's words in its parse workers
-    (``ParsedMessage.blind_words``): the entry is the one the writer would have made."""
+def test_an_entry_made_by_a_parse_worker_is_the_writers(sealed: Store) -> None:
+    """A sealing import makes the blind index entries in its parse workers
+    (``ParsedMessage.blind_entry``, from the owner's token keys): the stored entry is
+    the one the writer would have made. One made under a key version that is no
+    longer current (a rotation started meanwhile) is made again by the writer."""
     user_id, account_id, inbox = make_account(sealed, owner="alice")
     seal_from_now(sealed)
     body = f"{FILLER}Crème brûlée, Ünïcode, naïve café; 日本語 and ann@example.com wrote it.\n"
     raws = [
         _message(f"{which}@x", "Ré: Walrus budget été", body, minutes=n)
-        for n, which in enumerate(("writer", "worker"))
+        for n, which in enumerate(("writer", "worker", "stale"))
     ]
-    split = parse_all([(raws[1], None)], blind_words=True)[0]
-    assert split.blind_words is not None
-    assert parse_all([(raws[1], None)])[0].blind_words is None
+    with sealed.session() as session:
+        keys = token_keys(require_cipher(session, "test"), user_id)
+    made = parse_all([(raws[1], None)], keys)[0]
+    assert made.blind_entry is not None and made.blind_entry[0] == keys.version
+    assert parse_all([(raws[1], None)])[0].blind_entry is None
+    stale = parse_all([(raws[2], None)], keys)[0]
+    stale.blind_entry = (keys.version + 1, "\ue000" + "0" * 16, "")  # no such version yet
     with sealed.session() as session:
         store_batch(
             session,
@@ -234,12 +240,14 @@ def test_words_split_by_a_parse_worker_give_the_same_entry(sealed: Store) -> Non
             user_id,
             [
                 IncomingMessage("a", raws[0], label_ids=[inbox]),
-                IncomingMessage("b", raws[1], label_ids=[inbox], parsed=split),
+                IncomingMessage("b", raws[1], label_ids=[inbox], parsed=made),
+                IncomingMessage("c", raws[2], label_ids=[inbox], parsed=stale),
             ],
         )
-    by_writer, by_worker = _ids(sealed)
+    by_writer, by_worker, remade = _ids(sealed)
     assert len(token_words(sealed, by_writer)) > 20
     assert entry_words(sealed, by_worker) == entry_words(sealed, by_writer)
+    assert entry_words(sealed, remade) == entry_words(sealed, by_writer)
 
 
 # -- JMAP ------------------------------------------------------------------------

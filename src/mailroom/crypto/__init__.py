@@ -14,12 +14,32 @@
 docs/architecture.md ("Privacy at rest") says what is encrypted and what stays clear.
 """
 
-from mailroom.crypto.choice import wrapper_from_settings
-from mailroom.crypto.datakeys import DataKey, KeyGone, OwnerKeys
-from mailroom.crypto.fields import FieldCipher, FieldTampered
-from mailroom.crypto.keyfile_wrapper import KeyFileWrapper
-from mailroom.crypto.master_wrapper import MasterKeyWrapper
-from mailroom.crypto.wrapping import KeyWrapper
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mailroom.crypto.choice import wrapper_from_settings
+    from mailroom.crypto.datakeys import DataKey, KeyGone, OwnerKeys
+    from mailroom.crypto.fields import FieldCipher, FieldTampered
+    from mailroom.crypto.keyfile_wrapper import KeyFileWrapper
+    from mailroom.crypto.master_wrapper import MasterKeyWrapper
+    from mailroom.crypto.wrapping import KeyWrapper
+
+# Imported on first use: a parse worker imports ``crypto.blind_tokens`` (hashlib only) without
+# the cryptography package and the database layer these pull in.
+_HOMES = {
+    "wrapper_from_settings": "choice",
+    "DataKey": "datakeys",
+    "KeyGone": "datakeys",
+    "OwnerKeys": "datakeys",
+    "FieldCipher": "fields",
+    "FieldTampered": "fields",
+    "KeyFileWrapper": "keyfile_wrapper",
+    "MasterKeyWrapper": "master_wrapper",
+    "KeyWrapper": "wrapping",
+}
 
 __all__ = [
     "DataKey",
@@ -32,3 +52,10 @@ __all__ = [
     "OwnerKeys",
     "wrapper_from_settings",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'mailroom.crypto' has no attribute {name!r}")
+    return getattr(import_module(f"mailroom.crypto.{home}"), name)

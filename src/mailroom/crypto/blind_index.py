@@ -32,20 +32,18 @@ A phrase matches sealed mail when all its words occur, in any order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from mailroom.crypto.blind_tokens import TOKEN_BYTES, BlindEntry, TokenKeys, token_word
 from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
 from mailroom.store.search import (
-    BODY_LIMIT,
     OWNER_HAS_KEY,
-    TOKEN_MARK,
     BlindTerms,
     SearchDocument,
     blind_query_words,
-    blind_word_bytes,
     query_terms,
     remove_entries,
 )
@@ -55,7 +53,6 @@ if TYPE_CHECKING:
 
     from mailroom.crypto.fields import FieldCipher
 
-TOKEN_BYTES = 8  # of each HMAC-SHA256 lookup hash: 64 bits, 16 hex digits
 HEADER_KIND = "token"  # words of the subject and the participants
 BODY_KIND = "token.body"  # words of the body
 # Whether an owner has sealed mail, when no key is there to hash a query (a rare path: it
@@ -73,106 +70,32 @@ def seals_search(session: Session) -> bool:
     return seals_new_mail(session)
 
 
-def token_word(digest: bytes) -> str:
-    """The token word of a lookup hash: :data:`TOKEN_MARK` and its first 8 bytes in hex.
-
-    64 bits keep collisions negligible: among an owner's distinct words (a few
-    hundred thousand at most), the chance that any two share a token is about
-    n**2 / 2**65, under 1e-8 for 500,000 words; and a collision could only make
-    a query find one message too many, never miss one. Hex, not base32: 13 base32
-    characters would be 3 fewer, but Python's base32 encoder took 1.9 s for the
-    273,000 words of the benchmark corpus, ``bytes.hex`` 0.05 s; lower-case, as
-    FTS5 folds words (PostgreSQL keeps a lexeme as written).
-    """
-    return TOKEN_MARK + digest[:TOKEN_BYTES].hex()
-
-
 def token_word_of(token: int) -> str:
     """The token word of a ``search_tokens`` row's signed 64-bit token (migration 0023)."""
     return token_word(token.to_bytes(TOKEN_BYTES, "big", signed=True))
 
 
-# Token words kept between batches, per lookup key (named by its hash of the empty word):
-# the corpus's 1,034,789 words per message are 273,000 distinct per batch but 86,000 in all,
-# so an import hashes each word once. At most _CACHED_WORDS per key (about 150 bytes each),
-# for at most _CACHED_KEYS keys; a full one starts again empty. Hashes stay in this process
-# only, as the keys do.
-_CACHED_WORDS = 250_000
-_CACHED_KEYS = 8
-_cached: dict[bytes, dict[bytes, str]] = {}  # word -> its token word's hex digits
+def token_keys(cipher: FieldCipher, owner: int) -> TokenKeys:
+    """``owner``'s token keys under their current data key version."""
+    key = cipher.keys.current(owner)
+    return TokenKeys(
+        key.version, cipher.lookup_key(key, HEADER_KIND), cipher.lookup_key(key, BODY_KIND)
+    )
 
 
-def _cache_of(hasher: Callable[[str], bytes]) -> dict[bytes, str]:
-    name = hasher("")
-    found = _cached.get(name)
-    if found is None or len(found) > _CACHED_WORDS:
-        while len(_cached) >= _CACHED_KEYS:  # the oldest key goes (another thread may race)
-            _cached.pop(next(iter(_cached), name), None)
-        found = _cached[name] = {}
-    return found
-
-
-class _Hashers:
-    """One owner's keyed HMACs of both kinds, set up once for a batch of documents.
-
-    Each word is hashed once (see ``_cached``): most words of a message occur in
-    others too, and a dictionary look-up costs far less than an HMAC.
-    """
-
-    def __init__(self, cipher: FieldCipher, owner: int) -> None:
-        self._header = cipher.lookup_hasher(owner, HEADER_KIND)
-        self._body = cipher.lookup_hasher(owner, BODY_KIND)
-        self._header_words = _cache_of(self._header)
-        self._body_words = _cache_of(self._body)
-
-    def entry(self, document: SearchDocument) -> tuple[str, str]:
-        """The token words of one message: the subject's and participants', the body's."""
-        header_words: Collection[bytes]
-        body_words: Collection[bytes]
-        if document.blind_words is not None:  # split by a parse worker: distinct already
-            header_words, body_words = (words.split() for words in document.blind_words)
-        else:
-            header = blind_word_bytes(document.subject)
-            header_words = header | blind_word_bytes(document.participants)
-            body_words = blind_word_bytes(document.body[:BODY_LIMIT])
-        return (
-            _joined(_looked_up(self._header_words, self._header, header_words)),
-            _joined(_looked_up(self._body_words, self._body, body_words)),
-        )
-
-
-def _looked_up(
-    found: dict[bytes, str], hasher: Callable[[str], bytes], words: Collection[bytes]
-) -> list[str]:
-    """The hex tokens of ``words``, hashing only those not ``found`` yet (and keeping them).
-
-    One pass of C-level look-ups; a second only over a message with new words.
-    """
-    tokens = list(map(found.get, words))
-    if None in tokens:
-        for word in words:
-            if word not in found:
-                found[word] = token_word(hasher(word.decode("utf-8")))[1:]
-        tokens = list(map(found.__getitem__, words))
-    return tokens  # type: ignore[return-value]  # no None left
-
-
-def _joined(tokens: list[str]) -> str:
-    """Hex tokens as one entry's token words: sorted (their order says nothing), marked."""
-    if not tokens:
-        return ""
-    tokens.sort()
-    return TOKEN_MARK + _MARKED_SPACE.join(tokens)
-
-
-_MARKED_SPACE = " " + TOKEN_MARK
+def _entry(keys: TokenKeys, document: SearchDocument) -> BlindEntry:
+    """The document's entry: the one a parse worker made, when under the current key version."""
+    made = document.blind_entry
+    if made is not None and made[0] == keys.version:
+        return made
+    return keys.entry_of(document.subject, document.participants, document.body)
 
 
 def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: int) -> None:
     """Write (or replace) the ``message_search`` entries of these messages of ``owner``."""
     documents = list(documents)
-    hashers = _Hashers(require_cipher(session, "New mail"), owner)
-    entries = [(doc.message_id, *hashers.entry(doc)) for doc in documents]
+    keys = token_keys(require_cipher(session, "New mail"), owner)
+    entries = [(doc.message_id, *_entry(keys, doc)[1:]) for doc in documents]
     if not entries:
         return
     remove_entries(session, [doc.message_id for doc in documents])

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import os
 import secrets as _random
 import threading
@@ -31,6 +30,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from mailroom.crypto.datakeys import DataKey, OwnerKeys
+from mailroom.crypto.keyed_hash import KeyedHash
 from mailroom.errors import ConfigError
 
 PREFIX = b"f1"
@@ -114,6 +114,26 @@ class _Nonces:
 _nonces = _Nonces()
 
 
+def key_sealer(key: DataKey, aead: AESGCM | None = None) -> Sealer:
+    """Sealing under one data key (``aead``: its cipher object, when the caller keeps one).
+
+    :meth:`FieldCipher.sealer` in the writer, and a sealing helper process
+    (``crypto.seal_lane``) that was handed the key, give the same sealed form.
+    """
+    aead = aead or AESGCM(key.key)
+    head = PREFIX + key.version.to_bytes(4, "big")
+    tail = f":owner:{key.owner}:key:{key.version}"
+    nonces = _nonces
+
+    def seal(table: str, column: str, row_id: int | str, value: bytes | str) -> bytes:
+        plain = value.encode("utf-8") if isinstance(value, str) else value
+        nonce = nonces.next()
+        context = f"field:{table}:{column}:{row_id}{tail}".encode()
+        return head + nonce + aead.encrypt(nonce, plain, context)
+
+    return seal
+
+
 class FieldCipher:
     """Encrypts and decrypts field values and makes lookup hashes for owners."""
 
@@ -123,7 +143,7 @@ class FieldCipher:
         # the HMAC itself when a message's addresses and references are hashed one by one.
         self._lookup_keys: dict[tuple[int, int, str], bytes] = {}
         self._aeads: dict[tuple[int, int], AESGCM] = {}  # one cipher object per key
-        self._hmac_states: dict[tuple[int, int, str], tuple[hashlib._Hash, hashlib._Hash]] = {}
+        self._keyed_hashes: dict[tuple[int, int, str], KeyedHash] = {}
 
     def encrypt(
         self, owner: int, table: str, column: str, row_id: int | str, value: bytes | str
@@ -139,18 +159,7 @@ class FieldCipher:
         and associated data are :meth:`encrypt`'s (:func:`field_context`), byte for byte.
         """
         key = self.keys.current(owner)
-        aead = self._aead(key)
-        head = PREFIX + key.version.to_bytes(4, "big")
-        tail = f":owner:{owner}:key:{key.version}"
-        nonces = _nonces
-
-        def seal(table: str, column: str, row_id: int | str, value: bytes | str) -> bytes:
-            plain = value.encode("utf-8") if isinstance(value, str) else value
-            nonce = nonces.next()
-            context = f"field:{table}:{column}:{row_id}{tail}".encode()
-            return head + nonce + aead.encrypt(nonce, plain, context)
-
-        return seal
+        return key_sealer(key, self._aead(key))
 
     def decrypt(
         self, owner: int, table: str, column: str, row_id: int | str, token: bytes
@@ -187,20 +196,21 @@ class FieldCipher:
         """The raw 32-byte :meth:`lookup_hash` of many values of one owner and kind.
 
         The blind search index hashes every word of a message: per call, finding the
-        key and keying the HMAC cost more than the hash. The HMAC's inner and outer
-        SHA-256 states are keyed once and copied per value (RFC 2104), a third faster
-        than copying an ``hmac`` object.
+        key and keying the HMAC cost more than the hash.
         """
-        inner, outer = self._states(self.keys.current(owner), kind)
+        return self._keyed(self.keys.current(owner), kind).digest
 
-        def digest(value: str) -> bytes:
-            first = inner.copy()
-            first.update(value.encode("utf-8"))
-            second = outer.copy()
-            second.update(first.digest())
-            return second.digest()
+    def lookup_key(self, key: DataKey, kind: str) -> bytes:
+        """The HMAC key that :meth:`lookup_hash` of ``kind`` uses under ``key`` (derived).
 
-        return digest
+        For a parse worker that hashes words itself (``crypto.blind_tokens``): it gets this
+        purpose's key only, never the data key.
+        """
+        slot = (key.owner, key.version, kind)
+        derived = self._lookup_keys.get(slot)
+        if derived is None:
+            derived = self._lookup_keys[slot] = _lookup_key(key, kind)
+        return derived
 
     def lookup_hashes(self, owner: int, kind: str, value: str) -> list[str]:
         """The hash of ``value`` under every stored key version (newest first), for look-ups.
@@ -219,26 +229,12 @@ class FieldCipher:
             aead = self._aeads[slot] = AESGCM(key.key)
         return aead
 
-    def _states(self, key: DataKey, kind: str) -> tuple[hashlib._Hash, hashlib._Hash]:
-        """The HMAC's keyed inner and outer SHA-256 states of a lookup key (RFC 2104)."""
+    def _keyed(self, key: DataKey, kind: str) -> KeyedHash:
         slot = (key.owner, key.version, kind)
-        states = self._hmac_states.get(slot)
-        if states is None:
-            derived = self._lookup_keys.get(slot)
-            if derived is None:
-                derived = self._lookup_keys[slot] = _lookup_key(key, kind)
-            block = derived.ljust(64, b"\0")  # 32 bytes (HKDF): shorter than SHA-256's block
-            states = self._hmac_states[slot] = (
-                hashlib.sha256(bytes(byte ^ 0x36 for byte in block)),
-                hashlib.sha256(bytes(byte ^ 0x5C for byte in block)),
-            )
-        return states
+        keyed = self._keyed_hashes.get(slot)
+        if keyed is None:
+            keyed = self._keyed_hashes[slot] = KeyedHash(self.lookup_key(key, kind))
+        return keyed
 
     def _hash(self, key: DataKey, kind: str, value: str) -> str:
-        # hmac.new(derived, value, sha256).hexdigest(), from states keyed once (twice as fast).
-        inner, outer = self._states(key, kind)
-        first = inner.copy()
-        first.update(value.encode("utf-8"))
-        second = outer.copy()
-        second.update(first.digest())
-        return second.hexdigest()
+        return self._keyed(key, kind).hexdigest(value)

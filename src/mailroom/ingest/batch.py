@@ -215,7 +215,7 @@ def store_batch(
                 parsed.subject,
                 parsed.participants(),
                 parsed.text_body,
-                parsed.blind_words,
+                parsed.blind_entry,
             )
         )
     if refs:

@@ -72,9 +72,10 @@ class ParsedMessage:
     attachments: list[Attachment] = field(default_factory=list)
     size: int = 0
     notes: list[str] = field(default_factory=list)
-    # The blind index's words of the message (``store.search.blind_search_words``), split in the
-    # parse worker when the import seals mail, so the writer only hashes them; None otherwise.
-    blind_words: tuple[bytes, bytes] | None = field(default=None, compare=False)
+    # The message's blind index entry (``crypto.blind_tokens.BlindEntry``: key version, header
+    # and body token words), made by the parse worker when the import seals mail, so the writer
+    # only stores it; None otherwise.
+    blind_entry: tuple[int, str, str] | None = field(default=None, compare=False)
 
     def participants(self) -> str:
         """The searchable text of the sender and recipients: names, addresses, their halves."""

@@ -31,6 +31,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
+from mailroom.crypto.blind_tokens import TokenKeys
 from mailroom.mime.model import ParsedMessage
 from mailroom.mime.parse import parse_message
 
@@ -42,19 +43,17 @@ T = TypeVar("T")
 
 
 def parse_all(
-    items: Sequence[tuple[bytes, datetime | None]], blind_words: bool = False
+    items: Sequence[tuple[bytes, datetime | None]], tokens: TokenKeys | None = None
 ) -> list[ParsedMessage]:
     """Parse (raw, received time) pairs; runs in a worker process.
 
-    ``blind_words``: the import seals mail; each message's blind index words are split
-    here too (``ParsedMessage.blind_words``), off the writer's process.
+    ``tokens``: the import seals mail for the owner of these keys; each message's blind
+    index entry is made here too (``ParsedMessage.blind_entry``), off the writer's process.
     """
     parsed = [parse_message(raw, received_at=received) for raw, received in items]
-    if blind_words:
-        from mailroom.store.search import blind_search_words  # re and unicodedata only
-
+    if tokens is not None:
         for message in parsed:
-            message.blind_words = blind_search_words(
+            message.blind_entry = tokens.entry_of(
                 message.subject, message.participants(), message.text_body
             )
     return parsed
@@ -130,16 +129,16 @@ class ParsePool:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
     def submit(
-        self, items: Sequence[tuple[bytes, datetime | None]], blind_words: bool = False
+        self, items: Sequence[tuple[bytes, datetime | None]], tokens: TokenKeys | None = None
     ) -> Future[list[ParsedMessage]]:
         """Start parsing a batch (here, when no worker is up); the result keeps the order.
 
-        ``blind_words``: see :func:`parse_all`.
+        ``tokens``: see :func:`parse_all`.
         """
-        future = self.call(parse_all, list(items), blind_words)
+        future = self.call(parse_all, list(items), tokens)
         if future is None:
             future = Future()
-            future.set_result(parse_all(items, blind_words))
+            future.set_result(parse_all(items, tokens))
         return future
 
     def call(self, function: Callable[..., T], *args: Any) -> Future[T] | None:

@@ -52,9 +52,9 @@ class SearchDocument:
     subject: str
     participants: str
     body: str
-    # The blind index's words already split (:func:`blind_search_words`, by a parse worker),
-    # or None to split them when the entry is written.
-    blind_words: tuple[bytes, bytes] | None = field(default=None, compare=False)
+    # The blind index entry a parse worker made (``crypto.blind_tokens.BlindEntry``), or None
+    # to make it when the entry is written.
+    blind_entry: tuple[int, str, str] | None = field(default=None, compare=False)
 
 
 def index_documents(
@@ -184,17 +184,6 @@ def blind_word_bytes(text: str) -> set[bytes]:
     if text.isascii():
         return set(text.encode("ascii").translate(_ASCII_FOLD).split())
     return {word.encode("utf-8") for word in _blind_split(text)}
-
-
-def blind_search_words(subject: str, participants: str, body: str) -> tuple[bytes, bytes]:
-    """A message's distinct blind index words: its subject's and participants', its body's
-    (the first :data:`BODY_LIMIT` characters), each set joined by spaces (no word has one).
-
-    Parse workers split them when an import seals mail, so the writer, the import's one
-    busy process, only looks the words up and hashes the new ones.
-    """
-    header = blind_word_bytes(subject) | blind_word_bytes(participants)
-    return b" ".join(header), b" ".join(blind_word_bytes(body[:BODY_LIMIT]))
 
 
 def blind_query_words(terms: list[str]) -> list[str]:

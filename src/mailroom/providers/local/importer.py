@@ -18,6 +18,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.blind_index import token_keys
+from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest import IncomingMessage, Location, commit_batch
 from mailroom.ingest.collector import fewer_collections
 from mailroom.labels.resolver import bind, ensure_system_labels, resolve_path
@@ -92,6 +94,9 @@ def import_path(
         )
         starred = ensure_system_labels(session, user.id)["starred"]
         user_id, account_id = user.id, acct.id
+        # Sealing: the workers make the blind index entries too (the writer is the busy process).
+        cipher = sealing_cipher(session)
+        tokens = token_keys(cipher, user_id) if cipher is not None else None
     folders: dict[tuple[str, ...], tuple[int, int]] = {}
 
     def save(chunk: list[LocalMessage], parsed: list[ParsedMessage]) -> None:
@@ -125,8 +130,6 @@ def import_path(
         if progress:
             progress(len(chunk))
 
-    # Sealing: the workers split the blind index's words too (the writer is the busy process).
-    seals = store.sealing is not None and store.sealing.seal_new_mail
     with fewer_collections(), ParsePool(summary.total) as pool:
         ahead: deque[tuple[list[LocalMessage], list[tuple[bytes, datetime | None]], Any]] = deque()
         for chunk in _batches(source.messages(), batch_size):
@@ -134,7 +137,7 @@ def import_path(
                 if message.raw is None:
                     summary.failed.append((message.key, message.error or "unreadable"))
             work = [(m.raw, m.mtime) for m in chunk if m.raw is not None]
-            ahead.append((chunk, work, pool.submit(work, seals)))
+            ahead.append((chunk, work, pool.submit(work, tokens)))
             if len(ahead) > LOOK_AHEAD:
                 done_chunk, done_work, future = ahead.popleft()
                 save(done_chunk, pool.result(future, done_work))
