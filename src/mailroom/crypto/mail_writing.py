@@ -21,9 +21,11 @@ here:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from mailroom.crypto.fields import FieldCipher, to_text
+from mailroom.crypto.fields import FieldCipher
+from mailroom.crypto.seal_lane import SealedSoon, SealJob
 
 BODIES = "message_bodies"
 BODY_TEXT_COLUMNS = ("text_body", "html_body", "sanitized_html")
@@ -33,20 +35,40 @@ BLOB_COLUMN = "data"
 BLOB_KIND = "blob"
 
 
-def seal_body_row(cipher: FieldCipher, owner: int, row: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a ``message_bodies`` insert row with every body column sealed."""
-    message_id = int(row["message_id"])
-    seal = cipher.sealer(owner)  # the owner's key looked up once for the row's five values
-    sealed = dict(row)
-    for column in BODY_TEXT_COLUMNS:
-        value = row.get(column)
-        if value is not None:
-            sealed[column] = to_text(seal(BODIES, column, message_id, str(value)))
-    for column in BODY_JSON_COLUMNS:
-        dumped = json.dumps(row.get(column) or [], ensure_ascii=False)
-        sealed[column] = to_text(seal(BODIES, column, message_id, dumped))
-    sealed["sealed"] = True
-    return sealed
+def seal_body_rows(
+    cipher: FieldCipher, owner: int, rows: Sequence[dict[str, Any]]
+) -> Callable[[], list[dict[str, Any]]]:
+    """Start sealing every body column of these ``message_bodies`` insert rows.
+
+    The values are sealed in the import's sealing lane, or here (``crypto.seal_lane``);
+    the returned call gives copies of the rows with them sealed (waiting if need be).
+    """
+    jobs: list[SealJob] = []
+    for row in rows:
+        message_id = int(row["message_id"])
+        for column in BODY_TEXT_COLUMNS:
+            value = row.get(column)
+            if value is not None:
+                jobs.append((BODIES, column, message_id, str(value)))
+        for column in BODY_JSON_COLUMNS:
+            dumped = json.dumps(row.get(column) or [], ensure_ascii=False)
+            jobs.append((BODIES, column, message_id, dumped))
+    soon = SealedSoon(cipher, owner, jobs)
+
+    def sealed_rows() -> list[dict[str, Any]]:
+        texts = iter(soon.texts())
+        done: list[dict[str, Any]] = []
+        for row in rows:
+            sealed = dict(row, sealed=True)
+            for column in BODY_TEXT_COLUMNS:
+                if row.get(column) is not None:
+                    sealed[column] = next(texts)
+            for column in BODY_JSON_COLUMNS:
+                sealed[column] = next(texts)
+            done.append(sealed)
+        return done
+
+    return sealed_rows
 
 
 def sealed_blob_key(cipher: FieldCipher, owner: int, sha256_hex: str) -> str:

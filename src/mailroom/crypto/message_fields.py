@@ -28,10 +28,11 @@ unchanged; so does a store opened without keys, until it meets a sealed row
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mailroom.crypto.fields import FieldCipher, from_text, to_text
+from mailroom.crypto.seal_lane import SealedSoon, SealJob
 from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
 from mailroom.errors import SealedWithoutKeys
 
@@ -195,47 +196,53 @@ def seal_changes(session: Session, messages: Iterable[Message]) -> list[tuple[Me
 
 def seal_inserted(
     session: Session, owner: int, clear_values: Mapping[int, Mapping[str, Any]]
-) -> None:
-    """Write the sealed mail columns of rows just inserted with :data:`PLACEHOLDERS`.
+) -> Callable[[], None]:
+    """Start sealing the mail columns of rows just inserted with :data:`PLACEHOLDERS`.
 
-    ``clear_values``: message id → its clear mail columns. One UPDATE per row, in the
-    inserting transaction, so no reader ever sees a half-written sealed message. The
-    driver's own executemany with tuples (SQLAlchemy's ``update()`` with bound dicts cost
-    a third of the sealing); values as SQLAlchemy would bind them (:func:`seal_value`,
-    the JSON column's value dumped as JSON).
+    ``clear_values``: message id → its clear mail columns. The values are sealed in the
+    import's sealing lane, or here (``crypto.seal_lane``); the returned write puts them
+    in place, one UPDATE per row, and must run in the inserting transaction before
+    anything reads these rows (the pipeline's ``sealed`` stage), so no reader ever sees
+    a half-written sealed message. The driver's own executemany with tuples
+    (SQLAlchemy's ``update()`` with bound dicts cost a third of the sealing); values as
+    SQLAlchemy would bind them (:func:`seal_value`, the JSON column's value dumped as JSON).
     """
-    if not clear_values:
-        return
-    seal = require_cipher(session, "New mail").sealer(owner)
     columns = tuple(PLACEHOLDERS)
-    params: list[tuple[Any, ...]] = []
+    jobs: list[SealJob] = []
     for message_id, values in clear_values.items():
-        row: list[Any] = []
         for column in columns:
             value = values.get(column)
-            if value is None:
-                sealed = None
-            elif column in JSON_COLUMNS:
-                plain = json.dumps(value, ensure_ascii=False)
-                sealed = to_text(seal(MESSAGES, column, message_id, plain))
-            else:
-                sealed = to_text(seal(MESSAGES, column, message_id, str(value)))
-            row.append(json.dumps(sealed) if column in JSON_COLUMNS else sealed)
-        row.append(message_id)
-        params.append(tuple(row))
-    connection = session.connection()
-    if connection.dialect.name == "sqlite":
-        marker, cast = "?", "{}"
-    else:
-        marker, cast = "%s", "CAST({} AS JSON)"
-    assignments = ", ".join(
-        f"{column} = {cast.format(marker) if column in JSON_COLUMNS else marker}"
-        for column in columns
-    )
-    connection.exec_driver_sql(
-        f"UPDATE {MESSAGES} SET {assignments} WHERE id = {marker}",
-        params,
-    )
+            if value is not None:
+                plain = json.dumps(value, ensure_ascii=False) if column in JSON_COLUMNS else value
+                jobs.append((MESSAGES, column, message_id, str(plain)))
+    soon = SealedSoon(require_cipher(session, "New mail"), owner, jobs)
+
+    def write() -> None:
+        if not clear_values:
+            return
+        texts = iter(soon.texts())
+        params: list[tuple[Any, ...]] = []
+        for message_id, values in clear_values.items():
+            row: list[Any] = []
+            for column in columns:
+                sealed = None if values.get(column) is None else next(texts)
+                row.append(json.dumps(sealed) if column in JSON_COLUMNS else sealed)
+            row.append(message_id)
+            params.append(tuple(row))
+        connection = session.connection()
+        if connection.dialect.name == "sqlite":
+            marker, cast = "?", "{}"
+        else:
+            marker, cast = "%s", "CAST({} AS JSON)"
+        assignments = ", ".join(
+            f"{column} = {cast.format(marker) if column in JSON_COLUMNS else marker}"
+            for column in columns
+        )
+        connection.exec_driver_sql(
+            f"UPDATE {MESSAGES} SET {assignments} WHERE id = {marker}", params
+        )
+
+    return write
 
 
 def sealed_updates(

@@ -183,8 +183,10 @@ def store_batch(
         returning=["id", "provider_id"],
     )
     created = {row[1]: row[0] for row in inserted}
+    sealed_writes = []
     if clear_columns:
-        seal_inserted(session, user_id, {mid: clear_columns[pid] for pid, mid in created.items()})
+        values = {mid: clear_columns[pid] for pid, mid in created.items()}
+        sealed_writes.append(seal_inserted(session, user_id, values))
     existing: dict[str, int] = {}
     missing = [pid for pid in parsed_by_id if pid not in created]
     if missing:
@@ -224,7 +226,9 @@ def store_batch(
     result.created_ids = [message.message_id for message in stored]
     result.duplicate_ids = list(existing.values())
     session.flush()
-    run_pipeline(Batch(session, account_id, user_id, stored, result.thread_ids))
+    batch = Batch(session, account_id, user_id, stored, result.thread_ids)
+    batch.sealed_writes.extend(sealed_writes)
+    run_pipeline(batch)
     return result
 
 

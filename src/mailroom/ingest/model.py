@@ -11,6 +11,7 @@ module of ``ingest`` (and every provider) can import them without a cycle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -88,6 +89,9 @@ class Batch:
     sent_label: int | None = None
     learned: LearnedTabs = NOTHING_LEARNED  # tabs learned from the owner's corrections
     new_correspondents: set[str] = field(default_factory=set)
+    # Writes of sealed values still being sealed (``crypto.seal_lane``), made by the ``sealed``
+    # stage before anything reads the batch's rows back.
+    sealed_writes: list[Callable[[], None]] = field(default_factory=list)
 
     def sent_by_owner(self, item: StoredMessage) -> bool:
         """Whether the owner sent this message (it is in Sent, or From is an own address)."""

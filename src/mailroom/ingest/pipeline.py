@@ -5,11 +5,13 @@ search index sees them). Per message, in order: ``sanitize`` (bodies; the raw
 HTML is kept next to the sanitized copy), ``raw`` (the original bytes, when
 the provider handed them over), ``created`` (the JMAP change; the thread is
 not known yet), ``owner`` (the owner's addresses and switched-off tabs),
-``harvest`` (recipients of mail the owner sent become correspondents, before
-anything is categorized, so a reply in the same batch already counts),
-``categorize``, ``thread`` (stages 1, 2 and 4 per message, a failure noted on
-the message and never costing the batch; then the subject rescue once for
-the batch). Then once per batch: ``rules`` (one query per rule, after
+``sealed`` (sealed mail: the sealed values of the batch's rows, sealed
+meanwhile, written before any stage reads the rows back), ``harvest``
+(recipients of mail the owner sent become correspondents, before anything
+is categorized, so a reply in the same batch already counts),
+``categorize``, ``thread`` (stages 1, 2 and 4 per message, a failure noted
+on the message and never costing the batch; then the subject rescue once
+for the batch). Then once per batch: ``rules`` (one query per rule, after
 threading so archive and trash reach whole conversations), ``hold`` (mail
 the assistant's verdict could still change waits for it in no tab),
 ``wake_on_reply``, ``flush``,
@@ -38,7 +40,7 @@ from mailroom.categories.correspondents import (
     switched_off,
 )
 from mailroom.conversations.subject import is_reply
-from mailroom.crypto.mail_writing import seal_blob_data, seal_body_row
+from mailroom.crypto.mail_writing import seal_blob_data, seal_body_rows
 from mailroom.crypto.message_fields import sealed_updates
 from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest.model import Batch
@@ -86,11 +88,14 @@ class SanitizeStage:
             }
             for item in batch.messages
         ]
+        if not rows:
+            return
         cipher = sealing_cipher(batch.session)
-        if cipher is not None:
-            rows = [seal_body_row(cipher, batch.user_id, row) for row in rows]
-        if rows:
+        if cipher is None:
             insert_rows(batch.session, MessageBody, rows)
+            return
+        sealed_rows = seal_body_rows(cipher, batch.user_id, rows)
+        batch.sealed_writes.append(lambda: insert_rows(batch.session, MessageBody, sealed_rows()))
 
 
 class RawStage:
@@ -234,6 +239,22 @@ def facts_for(
         text_body=parsed.text_body,
         html_body=parsed.html_body,
     )
+
+
+class SealedWritesStage:
+    """Write the batch's sealed values, sealed meanwhile (``crypto.seal_lane``).
+
+    Before ``harvest``, the first stage that reads the owner's rows back (and with
+    them the batch's): the stages before it work from the parsed mail, while an
+    import's sealing lane seals.
+    """
+
+    name = "sealed"
+
+    def run(self, batch: Batch) -> None:
+        for write in batch.sealed_writes:
+            write()
+        batch.sealed_writes.clear()
 
 
 class ThreadStage:
@@ -409,6 +430,7 @@ PIPELINE: list[Stage] = [
     RawStage(),
     CreatedChangeStage(),
     OwnerStage(),
+    SealedWritesStage(),
     HarvestStage(),
     CategorizeStage(),
     ThreadStage(),

@@ -19,6 +19,7 @@ instead.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing
 import os
@@ -59,7 +60,10 @@ def parse_all(
     return parsed
 
 
-def _ready() -> bool:
+def _ready(modules: Sequence[str]) -> bool:
+    """Start a worker: import what it needs (when the forkserver did not), then report."""
+    for module in modules:
+        importlib.import_module(module)
     return True
 
 
@@ -96,14 +100,17 @@ class ParsePool:
             # on a quiet machine, over a second on a busy one): a thread waits for it, so
             # the caller gets on with its first batches meanwhile.
             self._launcher = threading.Thread(
-                target=self._launch, args=(self._pool, count), name="parse-pool-start", daemon=True
+                target=self._launch,
+                args=(self._pool, count, list(preload)),
+                name="parse-pool-start",
+                daemon=True,
             )
             self._launcher.start()
 
-    def _launch(self, pool: ProcessPoolExecutor, count: int) -> None:
+    def _launch(self, pool: ProcessPoolExecutor, count: int, preload: list[str]) -> None:
         try:
             with _main_script_hidden():  # the workers start on these submits
-                self._started = [pool.submit(_ready) for _ in range(count)]
+                self._started = [pool.submit(_ready, preload) for _ in range(count)]
         except Exception:  # no workers then (``up`` stays False): everything is parsed inline
             log.warning("The parse workers could not be started; parsing in this process")
         finally:

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.blind_index import token_keys
+from mailroom.crypto.seal_lane import sealing_lane
 from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest import IncomingMessage, Location, commit_batch
 from mailroom.ingest.collector import fewer_collections
@@ -33,6 +34,7 @@ from mailroom.store.models import Folder, utcnow
 
 log = logging.getLogger(__name__)
 
+_LANE = ["mailroom.crypto.seal_lane"]  # what the sealing helper imports before it starts
 BATCH_SIZE = 200
 FIRST_BATCH = 25  # batches grow from this to BATCH_SIZE (see _batches)
 LOOK_AHEAD = 3  # batches being parsed while one is stored
@@ -130,7 +132,14 @@ def import_path(
         if progress:
             progress(len(chunk))
 
-    with fewer_collections(), ParsePool(summary.total) as pool:
+    # Sealing: a second helper seals each batch's values once their rows are inserted, while
+    # the writer goes on (crypto.seal_lane); its own process, so it never waits behind parsing.
+    with (
+        fewer_collections(),
+        ParsePool(summary.total) as pool,
+        ParsePool(summary.total if tokens else 0, workers=1, preload=_LANE) as lane,
+        sealing_lane(lane),
+    ):
         ahead: deque[tuple[list[LocalMessage], list[tuple[bytes, datetime | None]], Any]] = deque()
         for chunk in _batches(source.messages(), batch_size):
             for message in chunk:

@@ -1,0 +1,86 @@
+"""Sealing a batch's new values in a helper process while the writer goes on with the batch.
+
+The values of new sealed mail are bound to their row ids (``crypto.fields``),
+so they can be sealed only once the rows are inserted. A large import
+(``providers.local.importer``) opens a *lane*, one helper process, with
+:func:`sealing_lane`; :class:`SealedSoon` then hands the batch's values and the
+owner's current data key to it and returns at once, and the writer goes on
+with the stages that do not read those values. The sealed values are written
+by the ``sealed`` stage (``ingest.pipeline``), before any stage reads them and
+in the same transaction, so no reader sees a half-written message and no
+clear value reaches the database. Without a lane (every other writer), or
+when the helper fails, the values are sealed in the writer, the same way.
+
+The data key reaches the helper through a pipe between two processes of the
+same service user, as it would reach any thread of the writer; it is never
+written anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from mailroom.crypto.datakeys import DataKey
+from mailroom.crypto.fields import FieldCipher, key_sealer, to_text
+
+log = logging.getLogger(__name__)
+
+# One value to seal: table, column, row id, clear value.
+SealJob = tuple[str, str, int, str]
+
+
+class Lane(Protocol):
+    """Where :func:`seal_soon` runs the sealing: ``mime.pool.ParsePool`` fits."""
+
+    def call(self, function: Callable[..., Any], *args: Any) -> Future[Any] | None:
+        """Run ``function(*args)`` in a helper; None when no helper is up."""
+
+
+_lane: ContextVar[Lane | None] = ContextVar("mailroom_seal_lane", default=None)
+
+
+@contextmanager
+def sealing_lane(lane: Lane) -> Iterator[None]:
+    """Seal the values of the batches stored inside this block in ``lane``."""
+    token = _lane.set(lane)
+    try:
+        yield
+    finally:
+        _lane.reset(token)
+
+
+def seal_texts(key: DataKey, jobs: Sequence[SealJob]) -> list[str]:
+    """The jobs' values sealed under ``key``, as ``mrf1.`` text (runs in the helper)."""
+    seal = key_sealer(key)
+    return [to_text(seal(table, column, row, value)) for table, column, row, value in jobs]
+
+
+class SealedSoon:
+    """The sealed texts of a list of jobs, being made in the lane or made here already."""
+
+    def __init__(self, cipher: FieldCipher, owner: int, jobs: list[SealJob]) -> None:
+        self._key = cipher.keys.current(owner)
+        self._cipher, self._owner, self._jobs = cipher, owner, jobs
+        lane = _lane.get()
+        self._future = lane.call(seal_texts, self._key, jobs) if lane and jobs else None
+        self._texts = None if self._future is not None else self._here()
+
+    def _here(self) -> list[str]:
+        seal = self._cipher.sealer(self._owner)
+        return [to_text(seal(*job)) for job in self._jobs]
+
+    def texts(self) -> list[str]:
+        """The sealed texts, in the jobs' order (sealed here if the helper failed)."""
+        if self._texts is None:
+            assert self._future is not None
+            try:
+                self._texts = self._future.result()
+            except Exception:
+                log.exception("The sealing helper failed; sealing the batch in this process")
+                self._texts = self._here()
+        return self._texts
