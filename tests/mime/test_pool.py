@@ -42,21 +42,22 @@ def test_workers_parse_like_the_calling_process() -> None:
     assert parsed == [parse_message(raw) for raw, _ in ITEMS]
 
 
-def test_workers_split_blind_index_words_like_the_calling_process() -> None:
-    """A sealing import has the workers split the blind index's words too."""
+def test_workers_make_blind_index_entries_like_the_calling_process() -> None:
+    """A sealing import has the workers make the blind index entries too (same keys,
+    same token words: the per-process word cache and hash order change nothing)."""
+    from mailroom.crypto.blind_tokens import TokenKeys
     from mailroom.mime.pool import parse_all
 
+    keys = TokenKeys(3, os.urandom(32), os.urandom(32))
     with ParsePool(PARALLEL_FROM, workers=2) as pool:
         _wait_until_started(pool)
-        parsed = pool.result(pool.submit(ITEMS, blind_words=True), ITEMS)
-    inline = parse_all(ITEMS, blind_words=True)
-    assert all(m.blind_words is not None for m in parsed)
-
-    def words(messages: list[Any]) -> list[list[set[bytes]]]:  # a set's order varies by process
-        return [[set(part.split()) for part in m.blind_words] for m in messages]
-
-    assert words(parsed) == words(inline)
-    assert any(m.blind_words and m.blind_words[1] for m in parsed)
+        parsed = pool.result(pool.submit(ITEMS, keys), ITEMS)
+    inline = parse_all(ITEMS, keys)
+    assert [m.blind_entry for m in parsed] == [m.blind_entry for m in inline]
+    assert all(m.blind_entry is not None and m.blind_entry[0] == 3 for m in parsed)
+    assert any(m.blind_entry and m.blind_entry[2] for m in parsed)
+    other = parse_all(ITEMS, TokenKeys(3, os.urandom(32), os.urandom(32)))
+    assert [m.blind_entry for m in other] != [m.blind_entry for m in inline]
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")

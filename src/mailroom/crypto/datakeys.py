@@ -10,30 +10,23 @@ what they encrypted can no longer be read, wherever a copy of it lies.
 from __future__ import annotations
 
 import secrets as _random
-from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.datakey import DataKey
 from mailroom.crypto.wrapping import KeyWrapper
 from mailroom.errors import ConfigError
 from mailroom.store.models import OwnerKey
 
 KEY_BYTES = 32
 
+__all__ = ["KEY_BYTES", "DataKey", "KeyGone", "OwnerKeys", "wrap_context"]
+
 
 class KeyGone(ConfigError):
     """The data key a value needs is not stored (its owner was deleted, or a version retired)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DataKey:
-    """One version of one owner's data key, unwrapped."""
-
-    owner: int
-    version: int
-    key: bytes
 
 
 def wrap_context(owner: int, version: int) -> str:
@@ -47,7 +40,7 @@ class OwnerKeys:
     def __init__(self, session: Session, wrapper: KeyWrapper) -> None:
         self.session = session
         self.wrapper = wrapper
-        self._cache: dict[tuple[int, int], bytes] = {}
+        self._cache: dict[tuple[int, int], DataKey] = {}
         # The newest version per owner, looked up once per unit of work: a query per sealed
         # value cost more than the sealing. A rotation started meanwhile is caught by the
         # rotation's closing pass (mailroom.crypto.owner_rotation).
@@ -82,7 +75,7 @@ class OwnerKeys:
         """Data key ``version`` of ``owner``; KeyGone when it is not stored."""
         cached = self._cache.get((owner, version))
         if cached is not None:
-            return DataKey(owner, version, cached)
+            return cached
         row = self.session.scalar(
             select(OwnerKey).where(OwnerKey.user_id == owner, OwnerKey.version == version)
         )
@@ -91,9 +84,11 @@ class OwnerKeys:
                 f"Data key version {version} of owner {owner} is not stored (the owner was "
                 "deleted or the version retired), so this value cannot be read."
             )
-        key = self.wrapper.unwrap(row.wrapped, wrap_context(owner, version))
+        key = DataKey(
+            owner, version, self.wrapper.unwrap(row.wrapped, wrap_context(owner, version))
+        )
         self._cache[(owner, version)] = key
-        return DataKey(owner, version, key)
+        return key
 
     def add_version(self, owner: int) -> DataKey:
         """A new, newest data key version for ``owner`` (the older ones stay valid)."""
@@ -128,6 +123,6 @@ class OwnerKeys:
                 self.session.add(row)
         except IntegrityError:
             return self.version(owner, version)
-        self._cache[(owner, version)] = key
+        made = self._cache[(owner, version)] = DataKey(owner, version, key)
         self._newest[owner] = version
-        return DataKey(owner, version, key)
+        return made

@@ -23,15 +23,19 @@ import os
 import secrets as _random
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from mailroom.crypto.datakeys import DataKey, OwnerKeys
+from mailroom.crypto.datakey import DataKey
 from mailroom.crypto.keyed_hash import KeyedHash
 from mailroom.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mailroom.crypto.datakeys import OwnerKeys
 
 PREFIX = b"f1"
 TEXT_PREFIX = "mrf1."
@@ -144,6 +148,9 @@ class FieldCipher:
         self._lookup_keys: dict[tuple[int, int, str], bytes] = {}
         self._aeads: dict[tuple[int, int], AESGCM] = {}  # one cipher object per key
         self._keyed_hashes: dict[tuple[int, int, str], KeyedHash] = {}
+        # Lookup hashes made in this unit of work: a batch hashes each Message-ID when it
+        # stores it, then again when it threads (every version) and rescues.
+        self._hashed: dict[tuple[int, int, str, str], str] = {}
 
     def encrypt(
         self, owner: int, table: str, column: str, row_id: int | str, value: bytes | str
@@ -237,4 +244,8 @@ class FieldCipher:
         return keyed
 
     def _hash(self, key: DataKey, kind: str, value: str) -> str:
-        return self._keyed(key, kind).hexdigest(value)
+        slot = (key.owner, key.version, kind, value)
+        found = self._hashed.get(slot)
+        if found is None:
+            found = self._hashed[slot] = self._keyed(key, kind).hexdigest(value)
+        return found

@@ -28,7 +28,9 @@ unchanged; so does a store opened without keys, until it meets a sealed row
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from mailroom.crypto.fields import FieldCipher, from_text, to_text
@@ -124,9 +126,37 @@ def open_value(
             f"{_WHAT} is sealed and this store was opened without its keys; read it through "
             "mailroom with MAILROOM_MASTER_KEY_FILE set."
         )
-    cipher = require_cipher(session, _WHAT)
-    plain = cipher.decrypt_text(owner, MESSAGES, column, message_id, from_text(_sealed_text(value)))
+    text = _sealed_text(value)
+    memo = _opened_memo.get()
+    plain = None if memo is None else memo.get((owner, message_id, column, text))
+    if plain is None:
+        cipher = require_cipher(session, _WHAT)
+        plain = cipher.decrypt_text(owner, MESSAGES, column, message_id, from_text(text))
+        if memo is not None:
+            if len(memo) >= _MEMO_LIMIT:
+                memo.clear()
+            memo[(owner, message_id, column, text)] = plain
     return json.loads(plain) if column in JSON_COLUMNS else plain
+
+
+# Values opened inside :func:`remembering_opened`, by owner, row, column and sealed text: the
+# text names its nonce, so an equal text is the same value of the same row (its associated
+# data, checked when it was first opened, binds it there).
+_opened_memo: ContextVar[dict[tuple[int, int, str, str], str] | None] = ContextVar(
+    "mailroom_opened_memo", default=None
+)
+_MEMO_LIMIT = 200_000  # values (a few hundred bytes each); a full memo starts again
+
+
+@contextmanager
+def remembering_opened() -> Iterator[None]:
+    """Open each sealed value once inside this block (an import: every batch threads its
+    new mail against the same recent messages, and would open them again)."""
+    token = _opened_memo.set({})
+    try:
+        yield
+    finally:
+        _opened_memo.reset(token)
 
 
 def open_rows(

@@ -23,10 +23,13 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from mailroom.crypto.datakeys import DataKey
-from mailroom.crypto.fields import FieldCipher, key_sealer, to_text
+from mailroom.crypto.datakey import DataKey
+from mailroom.crypto.fields import key_sealer, to_text
+
+if TYPE_CHECKING:
+    from mailroom.crypto.fields import FieldCipher
 
 log = logging.getLogger(__name__)
 

@@ -83,10 +83,16 @@ class ParsePool:
     """Worker processes for parsing and the IMAP look-ahead (or none, for small jobs)."""
 
     def __init__(
-        self, expected_messages: int, workers: int | None = None, preload: Sequence[str] = ()
+        self,
+        expected_messages: int,
+        workers: int | None = None,
+        preload: Sequence[str] = (),
+        warm: Sequence[str] = (),
     ) -> None:
         """``preload``: modules the workers need besides :mod:`mailroom.mime` (imported once,
-        in the forkserver, if this pool is the first to start it)."""
+        in the forkserver, if this pool is the first to start it). ``warm``: modules each
+        worker imports itself before it reports ready, leaving the forkserver (which other
+        pools' workers fork from) as it is."""
         count = workers or min(4, (os.cpu_count() or 1) - 1)
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[Future[bool]] = []
@@ -101,7 +107,7 @@ class ParsePool:
             # the caller gets on with its first batches meanwhile.
             self._launcher = threading.Thread(
                 target=self._launch,
-                args=(self._pool, count, list(preload)),
+                args=(self._pool, count, [*preload, *warm]),
                 name="parse-pool-start",
                 daemon=True,
             )

@@ -1,4 +1,4 @@
-"""A sealing lane: values sealed in another process read back as if the writer sealed them."""
+"""An import's sealing lane and memo of opened values: sealed and opened as the writer would."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
+from mailroom.crypto.fields import FieldTampered
 from mailroom.crypto.mail_reading import bodies_of
+from mailroom.crypto.message_fields import open_rows, remembering_opened
 from mailroom.crypto.seal_lane import sealing_lane
 from mailroom.store.engine import Store
 from mailroom.store.models import Message
@@ -104,3 +106,25 @@ def test_values_sealed_in_a_lane_read_as_sealed_in_the_writer(
     stored = "\n".join(str(value) for row in rows for value in row)
     for clear in ("Hangar forecast", "ann0@example.org", BODY_PHRASE, HEADER_VALUE):
         assert clear not in stored
+
+
+def test_values_opened_once_in_an_import_are_still_bound_to_their_rows(
+    sealed_store: Store,
+) -> None:
+    """Inside ``remembering_opened`` a value opens once; a sealed text moved onto another
+    row is still refused there, remembered or not."""
+    result = ingest(sealed_store, make_account(sealed_store), _mail("r"))
+    first, second = result.created_ids[:2]
+    columns = ["subject", "from_email"]
+    query = text("SELECT id, user_id, sealed, subject, from_email FROM messages WHERE id = :id")
+    with remembering_opened(), sealed_store.session() as session:
+        (row,) = session.execute(query, {"id": first}).all()
+        assert open_rows(session, [row], columns)[0]["subject"] == "Hangar forecast 0"
+        assert open_rows(session, [row], columns)[0]["subject"] == "Hangar forecast 0"
+        session.execute(
+            text("UPDATE messages SET subject = :subject WHERE id = :id"),
+            {"subject": row.subject, "id": second},
+        )
+        (moved,) = session.execute(query, {"id": second}).all()
+        with pytest.raises(FieldTampered):
+            open_rows(session, [moved], columns)

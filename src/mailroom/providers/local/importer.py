@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.blind_index import token_keys
+from mailroom.crypto.message_fields import remembering_opened
 from mailroom.crypto.seal_lane import sealing_lane
 from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest import IncomingMessage, Location, commit_batch
@@ -134,11 +135,13 @@ def import_path(
 
     # Sealing: a second helper seals each batch's values once their rows are inserted, while
     # the writer goes on (crypto.seal_lane); its own process, so it never waits behind parsing.
+    # Sealed values opened again batch after batch (threading reads recent mail) open once.
     with (
         fewer_collections(),
         ParsePool(summary.total) as pool,
-        ParsePool(summary.total if tokens else 0, workers=1, preload=_LANE) as lane,
+        ParsePool(summary.total if tokens else 0, workers=1, warm=_LANE) as lane,
         sealing_lane(lane),
+        remembering_opened(),
     ):
         ahead: deque[tuple[list[LocalMessage], list[tuple[bytes, datetime | None]], Any]] = deque()
         for chunk in _batches(source.messages(), batch_size):
