@@ -9,7 +9,8 @@ text as a JSON string (a JSON column). Sealed mail (issue 19 item 2,
 :mod:`~mailroom.crypto.mail_writing`) registers its columns here: the
 bodies, header and attachment lists of ``message_bodies`` (owner through
 ``messages``, sealed rows only), ``blobs.data`` (row id: the blob's key) and
-the mail columns of sealed ``messages`` rows (:mod:`~mailroom.crypto.message_fields`).
+the mail columns of sealed ``messages`` rows (:mod:`~mailroom.crypto.message_fields`)
+and sealed webhook delivery bodies (:mod:`~mailroom.webhooks.sealed_bodies`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from mailroom.crypto.mail_writing import (
     BODY_TEXT_COLUMNS,
 )
 from mailroom.crypto.message_fields import MESSAGES, SEALED_COLUMNS
+from mailroom.webhooks.sealed_bodies import COLUMN as DELIVERY_BODY
+from mailroom.webhooks.sealed_bodies import OWNER_WHERE as DELIVERIES_OF_OWNER
+from mailroom.webhooks.sealed_bodies import SEALED_WHERE as SEALED_DELIVERY
+from mailroom.webhooks.sealed_bodies import TABLE as DELIVERIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,5 +78,12 @@ ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = (
     *(
         EncryptedColumn(MESSAGES, column, text=True, sealed_where="sealed")
         for column in SEALED_COLUMNS
+    ),
+    EncryptedColumn(
+        DELIVERIES,
+        DELIVERY_BODY,
+        text=True,
+        owner_where=DELIVERIES_OF_OWNER,
+        sealed_where=SEALED_DELIVERY,
     ),
 )

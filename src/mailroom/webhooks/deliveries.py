@@ -37,6 +37,7 @@ from mailroom.store.engine import Store
 from mailroom.store.models import WebhookDelivery, WebhookEndpoint
 from mailroom.webhooks.endpoints import get_endpoint
 from mailroom.webhooks.events import PING, Event
+from mailroom.webhooks.sealed_bodies import opened_bodies
 
 __all__ = [
     "BASE_DELAY",
@@ -115,8 +116,9 @@ def claim_due(store: Store, now: datetime, limit: int, *, only: int | None = Non
             )
             .execution_options(synchronize_session=False)
         ).all()
+        bodies = opened_bodies(session, {row.id: (row.endpoint_id, row.body) for row in rows})
     return [
-        Claim(row.id, row.endpoint_id, row.event_id, row.body, row.attempts, token)
+        Claim(row.id, row.endpoint_id, row.event_id, bodies[row.id], row.attempts, token)
         for row in sorted(rows, key=lambda row: row.id)
     ]
 

@@ -57,6 +57,7 @@ from mailroom.store.models import (
 )
 from mailroom.webhooks.endpoints import SOURCES
 from mailroom.webhooks.events import Event
+from mailroom.webhooks.sealed_bodies import seals_bodies, write_sealed
 
 __all__ = ["LIMIT", "LOOKBACK", "derive_all", "derive_endpoint"]
 
@@ -138,9 +139,19 @@ def _round(session: Session, endpoint_id: int, source: str, now: datetime) -> tu
         for event in events
         if event.type in wanted
     ]
+    sealing = seals_bodies(session)
+    clear = {str(row["event_id"]): str(row["body"]) for row in rows}
+    if sealing:  # written sealed by id below, in this transaction (webhooks.sealed_bodies)
+        rows = [{**row, "body": ""} for row in rows]
     made = insert_ignoring_conflicts(
-        session, WebhookDelivery, rows, conflict=["endpoint_id", "event_id"], returning=["id"]
+        session,
+        WebhookDelivery,
+        rows,
+        conflict=["endpoint_id", "event_id"],
+        returning=["id", "event_id"],
     )
+    if sealing:
+        write_sealed(session, endpoint.user_id, {d: clear[str(event)] for d, event in made})
     session.execute(update(WebhookCursor).where(*where).values(position=position))
     return len(made), more
 
