@@ -10,7 +10,9 @@ text as a JSON string (a JSON column). Sealed mail (issue 19 item 2,
 bodies, header and attachment lists of ``message_bodies`` (owner through
 ``messages``, sealed rows only), ``blobs.data`` (row id: the blob's key) and
 the mail columns of sealed ``messages`` rows (:mod:`~mailroom.crypto.message_fields`)
-and sealed webhook delivery bodies (:mod:`~mailroom.webhooks.sealed_bodies`).
+the summary, location and source of sealed ``message_events``
+(:mod:`~mailroom.events.sealed_events`) and sealed webhook delivery bodies
+(:mod:`~mailroom.webhooks.sealed_bodies`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from mailroom.crypto.mail_writing import (
     BODY_TEXT_COLUMNS,
 )
 from mailroom.crypto.message_fields import MESSAGES, SEALED_COLUMNS
+from mailroom.events.sealed_events import SEALED_COLUMNS as EVENT_COLUMNS
+from mailroom.events.sealed_events import TABLE as EVENTS
 from mailroom.webhooks.sealed_bodies import COLUMN as DELIVERY_BODY
 from mailroom.webhooks.sealed_bodies import OWNER_WHERE as DELIVERIES_OF_OWNER
 from mailroom.webhooks.sealed_bodies import SEALED_WHERE as SEALED_DELIVERY
@@ -78,6 +82,10 @@ ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = (
     *(
         EncryptedColumn(MESSAGES, column, text=True, sealed_where="sealed")
         for column in SEALED_COLUMNS
+    ),
+    *(
+        EncryptedColumn(EVENTS, column, text=True, sealed_where="sealed")
+        for column in EVENT_COLUMNS
     ),
     EncryptedColumn(
         DELIVERIES,

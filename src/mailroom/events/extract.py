@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.crypto.mail_reading import open_column
 from mailroom.events.schema import FoundEvent, events_from_items
+from mailroom.events.sealed_events import PLACEHOLDERS, seals_events, write_sealed
 from mailroom.events.structured import structured_items
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
@@ -87,9 +88,25 @@ def store_events(session: Session, message_ids: Sequence[int]) -> ExtractResult:
             _row(user_id, message_id, position, event) for position, event in enumerate(found)
         )
     if new:
-        inserted = insert_ignoring_conflicts(
-            session, MessageEvent, new, ["message_id", "position"], ("user_id", "message_id")
+        sealing = seals_events(session)
+        clear = {(row["message_id"], row["position"]): row for row in new}
+        if sealing:  # written sealed by id below, in this transaction (events.sealed_events)
+            new = [{**row, **PLACEHOLDERS} for row in new]
+        made = insert_ignoring_conflicts(
+            session,
+            MessageEvent,
+            new,
+            ["message_id", "position"],
+            ("id", "user_id", "message_id", "position"),
         )
+        if sealing:
+            for owner in {int(user) for _id, user, _mid, _pos in made}:
+                write_sealed(
+                    session,
+                    owner,
+                    {int(i): clear[(m, p)] for i, user, m, p in made if user == owner},
+                )
+        inserted = [(int(user), int(mid)) for _id, user, mid, _pos in made]
         result.events = len(inserted)
         # `events` is an Email property (urn:mailroom:jmap:events): its state moves.
         for user_id in {user for user, _ in inserted}:

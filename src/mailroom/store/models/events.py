@@ -17,7 +17,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
@@ -45,6 +56,25 @@ class MessageEvent(Base):
     tzid: Mapped[str | None] = mapped_column(Text)
     source: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    # True: summary, location and source are values sealed under the owner's data key
+    # (``events.sealed_events``, migration 0024), opened as the row loads.
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+
+
+@event.listens_for(MessageEvent, "load")
+def _open_on_load(target: MessageEvent, context: Any) -> None:
+    if target.__dict__.get("sealed"):
+        from mailroom.events.sealed_events import open_loaded
+
+        open_loaded(target, context.session, None)
+
+
+@event.listens_for(MessageEvent, "refresh")
+def _open_on_refresh(target: MessageEvent, context: Any, attrs: Any) -> None:
+    if target.__dict__.get("sealed"):
+        from mailroom.events.sealed_events import open_loaded
+
+        open_loaded(target, context.session, attrs)
 
 
 class CalendarFeed(Base):
