@@ -49,9 +49,10 @@ class FoundBlob:
 
 
 def _upload(session: Session, user_id: int, sha256: str, now: datetime) -> FoundBlob | None:
-    """The user's newest live upload of these bytes."""
+    """The user's newest live upload of these bytes (a sealed one opened whole)."""
     row = session.execute(
-        select(JmapUpload.type, JmapUpload.size)
+        select(JmapUpload.type, JmapUpload.size, Blob.user_id)
+        .join(Blob, Blob.sha256 == JmapUpload.sha256)
         .where(
             JmapUpload.user_id == user_id,
             JmapUpload.sha256 == sha256,
@@ -60,7 +61,12 @@ def _upload(session: Session, user_id: int, sha256: str, now: datetime) -> Found
         .order_by(JmapUpload.id.desc())
         .limit(1)
     ).first()
-    return None if row is None else FoundBlob(sha256, row.size, None, row.type)
+    if row is None:
+        return None
+    if row.user_id is not None:  # sealed: opened whole, never streamed from the table
+        content = blob_bytes(session, sha256)
+        return None if content is None else FoundBlob(None, len(content), content, row.type)
+    return FoundBlob(sha256, row.size, None, row.type)
 
 
 def _part_of(sha256: str, size: int, session: Session, path: str) -> FoundBlob | None:

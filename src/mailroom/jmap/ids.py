@@ -135,12 +135,14 @@ def parse_blob(value: object) -> tuple[int, str | None] | None:
 
 
 def upload_blob_id(sha256: str) -> str:
-    """The blob id of uploaded bytes: their SHA-256 (the same bytes, the same id)."""
+    """The blob id of uploaded bytes: their key in ``blobs`` (``jmap.uploads.store_blob``:
+    the SHA-256, or the owner's keyed hash of it for sealed mail; the same bytes of one
+    owner, the same id)."""
     return f"B{sha256}"
 
 
 def parse_upload_blob(value: object) -> str | None:
-    """The SHA-256 an upload blob id names, or None."""
+    """The key (64 hex digits) an upload blob id names, or None."""
     if isinstance(value, str) and value.startswith("B") and _SHA256.fullmatch(value[1:]):
         return value[1:]
     return None

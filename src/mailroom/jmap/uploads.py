@@ -29,6 +29,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, exists, select, update
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_writing import seal_blob_data, sealed_blob_key
+from mailroom.crypto.sealing import sealing_cipher
 from mailroom.jmap.errors import LIMIT, Problem
 from mailroom.jmap.request_slots import UserSlots
 from mailroom.store.bulk import insert_ignoring_conflicts
@@ -122,15 +124,26 @@ class UploadSlots(UserSlots):
         super().__init__(per_user, _too_many_uploads)
 
 
-def store_blob(session: Session, data: bytes) -> str:
-    """Keep ``data`` in ``blobs`` (once per content); its SHA-256."""
+def store_blob(session: Session, data: bytes, owner: int) -> str:
+    """Keep ``data`` of ``owner`` in ``blobs`` (once per content); its key.
+
+    The key is the bytes' SHA-256, or while the store seals mail the owner's keyed hash
+    of it (``crypto.mail_writing.sealed_blob_key``, also 64 hex digits) with the bytes
+    sealed under it, as a sealed message's original: an upload is mail too (the source of
+    Email/import, a draft's attachment). The upload's blob id names the key.
+    """
     sha256 = hashlib.sha256(data).hexdigest()
-    insert_ignoring_conflicts(
-        session,
-        Blob,
-        [{"sha256": sha256, "size": len(data), "data": data, "created_at": utcnow()}],
-        conflict=["sha256"],
-    )
+    row: dict[str, Any] = {
+        "sha256": sha256,
+        "size": len(data),
+        "data": data,
+        "created_at": utcnow(),
+    }
+    cipher = sealing_cipher(session)
+    if cipher is not None:
+        sha256 = sealed_blob_key(cipher, owner, sha256)
+        row.update(sha256=sha256, data=seal_blob_data(cipher, owner, sha256, data), user_id=owner)
+    insert_ignoring_conflicts(session, Blob, [row], conflict=["sha256"])
     return sha256
 
 
@@ -162,7 +175,7 @@ def own_upload(
 def store_upload(store: Store, user_id: int, data: bytes, media_type: str) -> StoredUpload:
     """Store one upload of ``user_id`` (bytes once per content, the upload row per user)."""
     with store.session() as session:
-        sha256 = store_blob(session, data)
+        sha256 = store_blob(session, data, user_id)
         own_upload(session, user_id, sha256, len(data), media_type, utcnow())
     return StoredUpload(sha256, len(data), media_type)
 

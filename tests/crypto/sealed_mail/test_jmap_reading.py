@@ -9,7 +9,8 @@ from sqlalchemy import select, text, update
 
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Message
-from tests.jmap.conftest import Jmap, Server, email_id, run_server, seed
+from tests.factories import make_message
+from tests.jmap.conftest import Jmap, Server, email_id, run_server, seed, uploaded
 
 
 @pytest.fixture
@@ -101,3 +102,45 @@ def test_the_header_filter_finds_sealed_mail(sealed_store: Store, jmap_server: S
         assert query(["Subject", "lunch"]) == [email_id(alice.messages["other"])]
         assert query(["Subject", "walrus nowhere"]) == []
         assert query(["X-Not-There"]) == []
+
+
+def test_an_upload_is_sealed_and_imports_downloads_and_parses_clear(
+    sealed_store: Store, jmap_server: Server
+) -> None:
+    """A JMAP upload of sealed mail is kept sealed (the source of Email/import is mail);
+    download, Email/parse and Email/import read it clear, and the import reuses its bytes."""
+    alice = seed(sealed_store, "alice")
+    raw = make_message(
+        "upload@x",
+        subject="Walrus itinerary",
+        sender="Ann <ann.upload@example.org>",
+        body="The upload travels sealed.\n",
+    )
+    with Jmap(jmap_server, alice) as client:
+        blob_id = uploaded(client, raw)
+        with sealed_store.engine.connect() as conn:
+            stored = b"\n".join(
+                bytes(row[0]) for row in conn.execute(text("SELECT data FROM blobs")).all()
+            )
+        for clear in (b"Walrus itinerary", b"ann.upload@example.org", b"travels sealed"):
+            assert clear not in stored
+        download = client.http.get(_url(client, blob_id, "u.eml", "message/rfc822"))
+        assert download.status_code == 200 and download.content == raw
+        parsed = client.call("Email/parse", {"blobIds": [blob_id], "properties": ["subject"]})
+        assert parsed["parsed"][blob_id]["subject"] == "Walrus itinerary"
+        mailboxes = client.call("Mailbox/get", {"ids": None, "properties": ["role"]})["list"]
+        inbox = next(m["id"] for m in mailboxes if m["role"] == "inbox")
+        result = client.call(
+            "Email/import", {"emails": {"k": {"blobId": blob_id, "mailboxIds": {inbox: True}}}}
+        )
+        created = result["created"]["k"]
+        (email,) = client.call("Email/get", {"ids": [created["id"]], "properties": ["subject"]})[
+            "list"
+        ]
+        assert email["subject"] == "Walrus itinerary"
+        again = client.http.get(_url(client, created["blobId"], "i.eml", "message/rfc822"))
+        assert again.content == raw
+    with sealed_store.session() as session:
+        assert (
+            session.scalar(text("SELECT count(*) FROM blobs WHERE size = :n"), {"n": len(raw)}) == 1
+        )

@@ -57,8 +57,9 @@ def blob_copy(context: Context, session: Session, args: dict[str, Any]) -> dict[
         if found is None:
             not_copied[blob_id] = set_error("notFound", f"There is no blob {blob_id}.")
             continue
-        if found.sha256 is not None and ids.parse_upload_blob(blob_id) is not None:
-            own_upload(session, user_id, found.sha256, found.size, found.media_type, now)
+        uploaded = ids.parse_upload_blob(blob_id)  # the key of its bytes (sealed ones too)
+        if uploaded is not None:
+            own_upload(session, user_id, uploaded, found.size, found.media_type, now)
         copied[blob_id] = blob_id
     return {
         "fromAccountId": source,

@@ -99,7 +99,7 @@ class EmailParser:
             return parsed[0], None  # a raw message: its parts are A<id>-<part>
         sha256 = ids.parse_upload_blob(blob_id)
         if sha256 is None:  # keep the bytes so that their parts can be downloaded
-            sha256 = store_blob(self.session, data)
+            sha256 = store_blob(self.session, data, self.user_id)
             own_upload(self.session, self.user_id, sha256, len(data), _UPLOAD_MEDIA_TYPE, utcnow())
         return _PLACEHOLDER, sha256
 

@@ -186,7 +186,7 @@ def _upload(session: Session, user_id: int, files: list[tuple[str, str, bytes]])
     added = []
     for name, media_type, data in files:
         kind = media_type if "/" in media_type else "application/octet-stream"
-        sha256 = store_blob(session, data)
+        sha256 = store_blob(session, data, user_id)
         own_upload(session, user_id, sha256, len(data), kind, utcnow())
         added.append(Attached(ids.upload_blob_id(sha256), name, kind, len(data)))
     return added
