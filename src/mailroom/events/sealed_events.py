@@ -23,9 +23,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, update
-
-from mailroom.crypto.fields import from_text, to_text
+from mailroom.crypto.fields import from_text
+from mailroom.crypto.sealed_rows import write_sealed_rows
 from mailroom.crypto.sealing import require_cipher, sealing_cipher
 
 if TYPE_CHECKING:
@@ -48,29 +47,10 @@ def seals_events(session: Session) -> bool:
 
 def write_sealed(session: Session, owner: int, clear: Mapping[int, Mapping[str, Any]]) -> None:
     """Seal the columns of rows just inserted with :data:`PLACEHOLDERS` (event id → clear row)."""
-    cipher = sealing_cipher(session)
-    if cipher is None or not clear:
-        return
-    seal = cipher.sealer(owner)
     from mailroom.store.models import MessageEvent
 
-    params = []
-    for event_id, row in clear.items():
-        values: dict[str, Any] = {"event": event_id}
-        for column in SEALED_COLUMNS:
-            value = row.get(column)
-            if value is None:
-                values[column] = None
-                continue
-            plain = json.dumps(value, ensure_ascii=False) if column in JSON_COLUMNS else value
-            values[column] = to_text(seal(TABLE, column, event_id, str(plain)))
-        params.append(values)
-    session.connection().execute(
-        update(MessageEvent)
-        .where(MessageEvent.id == bindparam("event"))
-        .values({column: bindparam(column) for column in SEALED_COLUMNS}),
-        params,
-    )
+    rows = {event_id: {c: row.get(c) for c in SEALED_COLUMNS} for event_id, row in clear.items()}
+    write_sealed_rows(session, MessageEvent, owner, rows, JSON_COLUMNS)
 
 
 def open_loaded(event: MessageEvent, session: Session | None, attrs: Iterable[str] | None) -> None:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from mailroom.crypto.fields import TEXT_PREFIX, from_text, to_text
+from mailroom.crypto.fields import TEXT_PREFIX, from_text
+from mailroom.crypto.sealed_rows import write_sealed_rows
 from mailroom.crypto.sealing import require_cipher, sealing_cipher
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import WebhookDelivery, WebhookEndpoint
@@ -38,19 +39,9 @@ def seals_bodies(session: Session) -> bool:
 
 def write_sealed(session: Session, owner: int, bodies: Mapping[int, str]) -> None:
     """Seal the clear ``bodies`` (delivery id → body) of rows just inserted with an empty body."""
-    cipher = sealing_cipher(session)
-    if cipher is None or not bodies:
-        return
-    seal = cipher.sealer(owner)
-    session.connection().execute(
-        update(WebhookDelivery)
-        .where(WebhookDelivery.id == bindparam("delivery"))
-        .values(body=bindparam("sealed")),
-        [
-            {"delivery": delivery_id, "sealed": to_text(seal(TABLE, COLUMN, delivery_id, body))}
-            for delivery_id, body in bodies.items()
-        ],
-    )
+    if seals_bodies(session):
+        rows = {delivery_id: {COLUMN: body} for delivery_id, body in bodies.items()}
+        write_sealed_rows(session, WebhookDelivery, owner, rows)
 
 
 def opened_bodies(session: Session, rows: Mapping[int, tuple[int, str]]) -> dict[int, str]:
