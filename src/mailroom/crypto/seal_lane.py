@@ -38,7 +38,7 @@ SealJob = tuple[str, str, int, str]
 
 
 class Lane(Protocol):
-    """Where :func:`seal_soon` runs the sealing: ``mime.pool.ParsePool`` fits."""
+    """Where :class:`SealedSoon` runs the sealing: ``mime.pool.ParsePool`` fits."""
 
     def call(self, function: Callable[..., Any], *args: Any) -> Future[Any] | None:
         """Run ``function(*args)`` in a helper; None when no helper is up."""
