@@ -67,15 +67,10 @@ class SealedSoon:
     """The sealed texts of a list of jobs, being made in the lane or made here already."""
 
     def __init__(self, cipher: FieldCipher, owner: int, jobs: list[SealJob]) -> None:
-        self._key = cipher.keys.current(owner)
-        self._cipher, self._owner, self._jobs = cipher, owner, jobs
+        self._key, self._jobs = cipher.keys.current(owner), jobs
         lane = _lane.get()
         self._future = lane.call(seal_texts, self._key, jobs) if lane and jobs else None
-        self._texts = None if self._future is not None else self._here()
-
-    def _here(self) -> list[str]:
-        seal = self._cipher.sealer(self._owner)
-        return [to_text(seal(*job)) for job in self._jobs]
+        self._texts = None if self._future is not None else seal_texts(self._key, jobs)
 
     def texts(self) -> list[str]:
         """The sealed texts, in the jobs' order (sealed here if the helper failed)."""
@@ -85,5 +80,5 @@ class SealedSoon:
                 self._texts = self._future.result()
             except Exception:
                 log.exception("The sealing helper failed; sealing the batch in this process")
-                self._texts = self._here()
+                self._texts = seal_texts(self._key, self._jobs)
         return self._texts

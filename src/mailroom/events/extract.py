@@ -21,8 +21,9 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.mail_reading import open_column
+from mailroom.crypto.sealing import seals_new_mail
 from mailroom.events.schema import FoundEvent, events_from_items
-from mailroom.events.sealed_events import PLACEHOLDERS, seals_events, write_sealed
+from mailroom.events.sealed_events import PLACEHOLDERS, write_sealed
 from mailroom.events.structured import structured_items
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
@@ -88,7 +89,7 @@ def store_events(session: Session, message_ids: Sequence[int]) -> ExtractResult:
             _row(user_id, message_id, position, event) for position, event in enumerate(found)
         )
     if new:
-        sealing = seals_events(session)
+        sealing = seals_new_mail(session)
         clear = {(row["message_id"], row["position"]): row for row in new}
         if sealing:  # written sealed by id below, in this transaction (events.sealed_events)
             new = [{**row, **PLACEHOLDERS} for row in new]

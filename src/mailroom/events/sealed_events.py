@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from mailroom.crypto.fields import from_text
 from mailroom.crypto.sealed_rows import write_sealed_rows
-from mailroom.crypto.sealing import require_cipher, sealing_cipher
+from mailroom.crypto.sealing import require_cipher
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -38,11 +38,6 @@ JSON_COLUMNS = ("source",)
 SEALED_COLUMNS = (*TEXT_COLUMNS, *JSON_COLUMNS)
 # What a sealed row holds between its insert and its sealed update.
 PLACEHOLDERS: Mapping[str, Any] = {"summary": "", "location": None, "source": {}, "sealed": True}
-
-
-def seals_events(session: Session) -> bool:
-    """Whether events stored in this session are sealed."""
-    return sealing_cipher(session) is not None
 
 
 def write_sealed(session: Session, owner: int, clear: Mapping[int, Mapping[str, Any]]) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.sealing import seals_new_mail
 from mailroom.jmap.sealed_columns import message_ids_of, opened
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
@@ -57,7 +58,7 @@ from mailroom.store.models import (
 )
 from mailroom.webhooks.endpoints import SOURCES
 from mailroom.webhooks.events import Event
-from mailroom.webhooks.sealed_bodies import seals_bodies, write_sealed
+from mailroom.webhooks.sealed_bodies import write_sealed
 
 __all__ = ["LIMIT", "LOOKBACK", "derive_all", "derive_endpoint"]
 
@@ -139,7 +140,7 @@ def _round(session: Session, endpoint_id: int, source: str, now: datetime) -> tu
         for event in events
         if event.type in wanted
     ]
-    sealing = seals_bodies(session)
+    sealing = seals_new_mail(session)
     clear = {str(row["event_id"]): str(row["body"]) for row in rows}
     if sealing:  # written sealed by id below, in this transaction (webhooks.sealed_bodies)
         rows = [{**row, "body": ""} for row in rows]

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.crypto.fields import TEXT_PREFIX, from_text
 from mailroom.crypto.sealed_rows import write_sealed_rows
-from mailroom.crypto.sealing import require_cipher, sealing_cipher
+from mailroom.crypto.sealing import require_cipher
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import WebhookDelivery, WebhookEndpoint
 
@@ -32,16 +32,10 @@ OWNER_WHERE = "endpoint_id IN (SELECT id FROM webhook_endpoints WHERE user_id = 
 SEALED_WHERE = "body LIKE 'mrf1.%'"
 
 
-def seals_bodies(session: Session) -> bool:
-    """Whether deliveries made in this session store sealed bodies."""
-    return sealing_cipher(session) is not None
-
-
 def write_sealed(session: Session, owner: int, bodies: Mapping[int, str]) -> None:
     """Seal the clear ``bodies`` (delivery id → body) of rows just inserted with an empty body."""
-    if seals_bodies(session):
-        rows = {delivery_id: {COLUMN: body} for delivery_id, body in bodies.items()}
-        write_sealed_rows(session, WebhookDelivery, owner, rows)
+    rows = {delivery_id: {COLUMN: body} for delivery_id, body in bodies.items()}
+    write_sealed_rows(session, WebhookDelivery, owner, rows)
 
 
 def opened_bodies(session: Session, rows: Mapping[int, tuple[int, str]]) -> dict[int, str]:
