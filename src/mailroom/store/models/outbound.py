@@ -10,6 +10,11 @@ retry rule (SPEC §11). ``state`` moves
 → ``queued`` → ``sending`` (committed *before* the hand-off) → ``sent``, or to
 ``failed`` / ``canceled``. A submission found in ``sending`` by a later worker
 may have been accepted by the server: it is never handed over again on its own.
+A ``sealed`` submission (migration 0025, ``outbound.sealed_queue``) holds its
+Message-ID, envelope, delivery status and last error sealed under the owner's
+data key and its ``message_key`` as the owner's keyed hash; so are its
+``failed_sends.reason`` and ``bounces.recipients``. The ORM opens a sealed row
+as it loads and seals a changed column before a flush writes it.
 
 ``failed_sends``: submissions that gave up (attempts spent on an unthrottled
 lane, 6 hours passed on a throttled one, a permanent refusal, or an unknown
@@ -32,6 +37,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Float,
     ForeignKey,
     Index,
@@ -39,8 +45,10 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    event,
+    text,
 )
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
 
@@ -68,7 +76,8 @@ class Submission(Base):
         ForeignKey("messages.id", ondelete="SET NULL"), index=True
     )
     message_id: Mapped[str] = mapped_column(Text)  # the Message-ID header, without <>
-    message_key: Mapped[str] = mapped_column(Text)  # store.keys.id_key(message_id)
+    # store.keys.id_key(message_id); sealed: the owner's keyed hash of it (outbound.sealed_queue).
+    message_key: Mapped[str] = mapped_column(Text)
     raw_sha256: Mapped[str] = mapped_column(ForeignKey("blobs.sha256"))
     # RFC 8621 section 7 Envelope: {"mailFrom": {"email", "parameters"}, "rcptTo": [...]}.
     envelope: Mapped[dict[str, Any]] = mapped_column(JSON)
@@ -87,6 +96,45 @@ class Submission(Base):
     # Per recipient: {"smtpReply": "250 2.0.0 Ok", "delivered": "queued", "displayed": "unknown"}.
     delivery_status: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow, onupdate=utcnow)
+    # True: message_id, envelope, delivery_status and last_error are sealed values, and so
+    # are this submission's failed_sends.reason and bounces.recipients (migration 0025).
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+
+
+@event.listens_for(Submission, "load")
+def _open_on_load(target: Submission, context: Any) -> None:
+    if target.__dict__.get("sealed"):
+        from mailroom.outbound.sealed_queue import open_loaded
+
+        open_loaded(target, context.session, None)
+
+
+@event.listens_for(Submission, "refresh")
+def _open_on_refresh(target: Submission, context: Any, attrs: Any) -> None:
+    if target.__dict__.get("sealed"):
+        from mailroom.outbound.sealed_queue import open_loaded
+
+        open_loaded(target, context.session, attrs)
+
+
+_RESEALED = "mailroom.resealed_submissions"
+
+
+@event.listens_for(Session, "before_flush")
+def _seal_before_flush(session: Session, _context: Any, _instances: Any) -> None:
+    changed = [o for o in session.dirty if isinstance(o, Submission) and o.__dict__.get("sealed")]
+    if changed:
+        from mailroom.outbound.sealed_queue import seal_changes
+
+        session.info[_RESEALED] = seal_changes(session, changed)
+
+
+@event.listens_for(Session, "after_flush_postexec")
+def _clear_after_flush(session: Session, _context: Any) -> None:
+    from sqlalchemy.orm.attributes import set_committed_value
+
+    for submission, column, clear in session.info.pop(_RESEALED, ()):
+        set_committed_value(submission, column, clear)
 
 
 class FailedSend(Base):
