@@ -11,8 +11,13 @@ bodies, header and attachment lists of ``message_bodies`` (owner through
 ``messages``, sealed rows only), ``blobs.data`` (row id: the blob's key) and
 the mail columns of sealed ``messages`` rows (:mod:`~mailroom.crypto.message_fields`)
 the summary, location and source of sealed ``message_events``
-(:mod:`~mailroom.events.sealed_events`) and sealed webhook delivery bodies
-(:mod:`~mailroom.webhooks.sealed_bodies`).
+(:mod:`~mailroom.events.sealed_events`), sealed webhook delivery bodies
+(:mod:`~mailroom.webhooks.sealed_bodies`) and the outbound queue of sealed
+submissions (:mod:`~mailroom.outbound.sealed_queue`): their Message-ID,
+envelope, delivery status and last error, and the ``failed_sends.reason`` and
+``bounces.recipients`` of those submissions (owner and sealing through
+``submissions``). A JSON column's rows are taken only when they hold a sealed
+value: a sealed submission's empty delivery status is JSON ``null``, not SQL NULL.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from mailroom.crypto.mail_writing import (
 from mailroom.crypto.message_fields import MESSAGES, SEALED_COLUMNS
 from mailroom.events.sealed_events import SEALED_COLUMNS as EVENT_COLUMNS
 from mailroom.events.sealed_events import TABLE as EVENTS
+from mailroom.outbound.sealed_queue import OF_OWNER, SUBMISSIONS, sealed_where
+from mailroom.outbound.sealed_queue import SEALED_COLUMNS as QUEUE_COLUMNS
 from mailroom.webhooks.sealed_bodies import COLUMN as DELIVERY_BODY
 from mailroom.webhooks.sealed_bodies import OWNER_WHERE as DELIVERIES_OF_OWNER
 from mailroom.webhooks.sealed_bodies import SEALED_WHERE as SEALED_DELIVERY
@@ -93,5 +100,16 @@ ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = (
         text=True,
         owner_where=DELIVERIES_OF_OWNER,
         sealed_where=SEALED_DELIVERY,
+    ),
+    *(
+        EncryptedColumn(
+            table,
+            column,
+            text=True,
+            owner_where=None if table == SUBMISSIONS else OF_OWNER,
+            sealed_where=sealed_where(table, column),
+        )
+        for table, columns in QUEUE_COLUMNS.items()
+        for column in columns
     ),
 )

@@ -26,6 +26,9 @@ rebuilt as ingest made them:
 
 A row already under the new version hashes to itself and is not written, so a
 batch repeated after a kill changes nothing twice.
+
+After the messages, the same pass re-hashes the idempotency keys of the owner's
+sealed submissions (``crypto.submission_keys``), with progress of its own.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from mailroom.crypto.fields import FieldCipher
 from mailroom.crypto.mail_reading import columns_of
 from mailroom.crypto.message_fields import ID_KIND, SUBJECT_KEY_CHARS, SUBJECT_KIND, open_rows
 from mailroom.crypto.sealing import require_cipher
+from mailroom.crypto.submission_keys import rehash_submission_keys
 from mailroom.store.chunks import in_chunks
 from mailroom.store.models import Message, MessageRef
 
@@ -60,8 +64,18 @@ def rehash_lookups(
     """The next batch of the owner's lookup columns re-hashed; True when all are.
 
     ``progress`` is the rotation's: :data:`PROGRESS_KEY` holds the last message id
-    done (-1 once finished; absent when the owner has no sealed mail).
+    done (-1 once finished; absent when the owner has no sealed mail); the sealed
+    submissions' keys follow the messages (``crypto.submission_keys``).
     """
+    if not _rehash_messages(session, owner, progress, batch):
+        return False
+    return rehash_submission_keys(session, owner, progress, batch)
+
+
+def _rehash_messages(
+    session: Session, owner: int, progress: MutableMapping[str, Any], batch: int
+) -> bool:
+    """The next batch of the owner's messages' lookup columns re-hashed; True when all are."""
     last = int(progress.get(PROGRESS_KEY, 0))
     if last < 0:
         return True
