@@ -5,6 +5,10 @@ alerting scripts, one object per line), ``retry ID`` queues one again as if
 it were new (its attempts and its 6-hour window start afresh) and wakes its
 lane's workers, ``stats`` counts per lane what is queued, deferred, being
 handed over, sent and failed.
+
+``failed`` reads the store file with the standard library alone; a sealed
+submission in the list (``outbound.sealed_queue``), which that reader cannot
+open, has the list read again through a session of the store, which has the keys.
 """
 
 from __future__ import annotations
@@ -36,9 +40,14 @@ def _print(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
 @plain_errors
 def failed_command(app: AppContext, as_json: bool, limit: int | None) -> None:
     """List the mail that gave up, newest first, with the reason."""
+    from mailroom.errors import SealedWithoutKeys
     from mailroom.outbound.failures import failed_list
 
-    entries = failed_list(app.reader, limit=limit)
+    try:
+        entries = failed_list(app.reader, limit=limit)
+    except SealedWithoutKeys:
+        with app.existing_store.session() as session:
+            entries = failed_list(session, limit=limit)
     if as_json:
         for entry in entries:
             echo_json(entry.as_json())

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.errors import MailroomError
@@ -46,10 +45,9 @@ from mailroom.jmap.submission_objects import free_message_key
 from mailroom.jmap.submission_policy import SubmissionPolicy
 from mailroom.mime.addresses import parse_address_list
 from mailroom.outbound.envelope import Envelope, OutboundError, header_fields, message_id_of
-from mailroom.outbound.queueing import queue_message
+from mailroom.outbound.queueing import find_submission, queue_message
 from mailroom.outbound.sending_as import sending_identities
 from mailroom.outbound.transports import transport_for
-from mailroom.store.keys import id_key
 from mailroom.store.models import Account, Identity, Submission, User
 
 __all__ = ["KIND", "Submitter"]
@@ -91,7 +89,7 @@ class Submitter:
         account = self.session.get(Account, identity.account_id)
         assert account is not None  # identities go with their account
         self._can_send(account)
-        self._free_message_id(account.id, message_id)
+        self._free_message_id(account, message_id)
         try:
             return queue_message(
                 self.session,
@@ -157,13 +155,10 @@ class Submitter:
             raise Refused(set_error("forbiddenToSend", str(error))) from None
         transport.close()
 
-    def _free_message_id(self, account_id: int, message_id: str) -> None:
+    def _free_message_id(self, account: Account, message_id: str) -> None:
         """Refuse a Message-ID this account already submitted; a canceled one makes room."""
-        earlier = self.session.scalar(
-            select(Submission).where(
-                Submission.account_id == account_id, Submission.message_key == id_key(message_id)
-            )
-        )
+        # In any form its key is stored in (a sealed owner's is a keyed hash of the id).
+        earlier = find_submission(self.session, account.id, account.user_id, message_id)
         if earlier is None:
             return
         if earlier.state != "canceled" or earlier.user_id != self.user_id:

@@ -19,9 +19,12 @@ fields (``Final-Recipient``/``Original-Recipient``, ``Action``, ``Status``,
 ``Diagnostic-Code``) and the Message-IDs it may be about (an
 ``Original-Message-ID`` field, the returned headers' ``Message-ID``, the
 report's own ``In-Reply-To``). Each id is looked up as
-``submissions.message_key`` (:func:`mailroom.store.keys.id_key`) among the
-same user's submissions; for each one found, one ``bounces`` row (unique per
-submission and message: seeing the report again adds nothing) and, per
+``submissions.message_key`` among the same user's submissions, in every form
+the key may be stored in (:func:`mailroom.store.keys.id_key` of it, and for a
+sealed submission the owner's keyed hash of that under each stored key
+version, :func:`mailroom.outbound.sealed_queue.key_forms`); for each one
+found, one ``bounces`` row (unique per submission and message: seeing the
+report again adds nothing; its recipients sealed when the submission is) and, per
 recipient, ``delivery_status`` changes (RFC 8621 §7): ``failed`` is
 ``delivered: "no"``, ``delivered`` and ``expanded`` are ``"yes"``,
 ``relayed`` is ``"unknown"``, ``delayed`` leaves ``"queued"``; ``smtpReply``
@@ -56,9 +59,9 @@ from mailroom.mime.charsets import decode_bytes
 from mailroom.mime.msgids import normalize_message_id, parse_id_list
 from mailroom.mime.structure import Part, build_tree, header_params, iter_parts, payload_bytes
 from mailroom.outbound.queueing import record_submission_change
+from mailroom.outbound.sealed_queue import key_forms, write_sealed
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.engine import Store
-from mailroom.store.keys import id_key
 from mailroom.store.models import Blob, Bounce, Message, MessageBody, Submission
 
 __all__ = [
@@ -378,15 +381,16 @@ def _attach(session: Session, message_id: int) -> None:
     report = read_report(raw)
     if report is None or not report.message_ids:
         return
-    keys = sorted({id_key(mid) for mid in report.message_ids})
+    keys = key_forms(session, row.user_id, report.message_ids)
     submissions = session.scalars(
         select(Submission)
         .where(Submission.user_id == row.user_id, Submission.message_key.in_(keys))
         .order_by(Submission.id)
         .with_for_update()
     ).all()
-    for submission in submissions:
+    for submission in submissions:  # opened as they load, when sealed
         recipients = _recipients_of(report, submission)
+        listed = [r.as_row() for r in recipients]
         inserted = insert_ignoring_conflicts(
             session,
             Bounce,
@@ -394,7 +398,7 @@ def _attach(session: Session, message_id: int) -> None:
                 {
                     "submission_id": submission.id,
                     "message_id": message_id,
-                    "recipients": [r.as_row() for r in recipients],
+                    "recipients": [] if submission.sealed else listed,
                 }
             ],
             conflict=["submission_id", "message_id"],
@@ -402,6 +406,10 @@ def _attach(session: Session, message_id: int) -> None:
         )
         if not inserted:
             continue  # this report was attached before
+        if submission.sealed:
+            rows = {inserted[0][0]: {"recipients": listed}}
+            write_sealed(session, Bounce, submission.user_id, rows)
+        # A sealed submission's new status is sealed before the flush writes it.
         submission.delivery_status = _updated_status(submission, recipients)
         session.flush()
         record_submission_change(session, submission.user_id, [submission.id])

@@ -7,10 +7,17 @@ permanent refusal, a refused login, an unknown hand-off), newest first here;
 takes one off the list. The figures count submissions by state per lane:
 ``queued`` is everything waiting (scheduled ones included), ``deferred`` the part
 of it that was put back after a temporary failure.
+
+A sealed submission's Message-ID, envelope and reason
+(:mod:`mailroom.outbound.sealed_queue`) are opened for the list; a bare file
+reader (no keys) meeting one raises
+:class:`~mailroom.errors.SealedWithoutKeys`, and the command reads again
+through a session of the store, which has them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -64,7 +71,8 @@ def failed_list(source: Reader | Session, *, limit: int | None = None) -> list[F
     sql = (
         "SELECT failed_sends.submission_id, failed_sends.lane, accounts.name, "
         "submissions.message_id, submissions.envelope, failed_sends.attempts, "
-        "failed_sends.code, failed_sends.reason, failed_sends.failed_at FROM failed_sends "
+        "failed_sends.code, failed_sends.reason, failed_sends.failed_at, failed_sends.id, "
+        "submissions.user_id, submissions.sealed FROM failed_sends "
         "JOIN submissions ON submissions.id = failed_sends.submission_id "
         "JOIN accounts ON accounts.id = submissions.account_id "
         "ORDER BY failed_sends.failed_at DESC, failed_sends.id DESC"
@@ -75,24 +83,41 @@ def failed_list(source: Reader | Session, *, limit: int | None = None) -> list[F
         params["limit"] = limit
     entries = []
     for row in as_reader(source).rows(sql, params):
-        submission, lane, account, message_id, envelope, attempts, code, reason, failed = row
-        failed_at = required_stamp(failed)
+        submission, lane, account, message_id, envelope, attempts, code, reason, failed = row[:9]
+        if row[11]:
+            message_id, envelope, reason = _opened(source, row)
+        envelope = json_value(envelope) or {}
         entries.append(
             FailedEntry(
                 submission_id=submission,
                 lane=lane,
                 account=account,
                 message_id=message_id,
-                recipients=[
-                    str(item["email"]) for item in (json_value(envelope) or {}).get("rcptTo", [])
-                ],
+                recipients=[str(item["email"]) for item in envelope.get("rcptTo", [])],
                 attempts=attempts,
                 code=code,
                 reason=reason,
-                failed_at=failed_at,
+                failed_at=required_stamp(failed),
             )
         )
     return entries
+
+
+def _opened(source: Reader | Session, row: Sequence[Any]) -> tuple[str, Any, str]:
+    """The Message-ID, envelope and reason of a sealed submission's row, opened.
+
+    Loaded only for a sealed row (the command starts without SQLAlchemy); a bare file
+    reader has no keys and raises SealedWithoutKeys.
+    """
+    from mailroom.crypto.mail_reading import session_of
+    from mailroom.outbound.sealed_queue import FAILED_SENDS, SUBMISSIONS, read_value
+
+    session, owner, submission, failed_id = session_of(source), int(row[10]), row[0], row[9]
+    return (
+        read_value(session, owner, SUBMISSIONS, "message_id", submission, row[3], True),
+        read_value(session, owner, SUBMISSIONS, "envelope", submission, row[4], True),
+        read_value(session, owner, FAILED_SENDS, "reason", failed_id, row[7], True),
+    )
 
 
 def lane_stats(source: Reader | Session) -> dict[str, dict[str, int]]:

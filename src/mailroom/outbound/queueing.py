@@ -5,7 +5,10 @@ Every way of sending — a JMAP EmailSubmission, the submission port,
 transaction:
 
 * the message needs a Message-ID (it is the idempotency key: queueing the same
-  Message-ID again for one account returns the submission already there);
+  Message-ID again for one account returns the submission already there,
+  found by every form its key may be stored in, :func:`find_submission`);
+* while new mail is sealed, the row is inserted with placeholders and its
+  Message-ID and envelope written sealed by id (:mod:`mailroom.outbound.sealed_queue`);
 * ``Bcc``/``Resent-Bcc`` are removed from the transmitted bytes, which are kept
   in ``blobs`` (content-addressed, like raw messages);
 * the lane is fixed now, from ``lane`` or ``kind`` (:func:`~mailroom.outbound.lanes.lane_for`),
@@ -44,9 +47,9 @@ from mailroom.outbound.envelope import (
 )
 from mailroom.outbound.hooks import wake_after_commit
 from mailroom.outbound.lanes import LANES, WAITING, lane_for
+from mailroom.outbound.sealed_queue import PLACEHOLDERS, key_forms, stored_key, write_sealed
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.changelog import record
-from mailroom.store.keys import id_key
 from mailroom.store.models import Account, Blob, FailedSend, Submission, utcnow
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "WAITING",
     "OutboundError",
     "cancel_submission",
+    "find_submission",
     "queue_message",
     "record_submission_change",
     "retry_submission",
@@ -93,9 +97,20 @@ def _lane(settings: Settings, kind: str | None, lane: str | None) -> str:
     return lane
 
 
-def _existing(session: Session, account_id: int, key: str) -> Submission | None:
+def find_submission(
+    session: Session, account_id: int, owner: int, message_id: str
+) -> Submission | None:
+    """The account's submission of ``message_id`` (the Message-ID without <>), or None.
+
+    Its key may be the clear id (queued while mail was clear) or the owner's hash of it
+    under any stored key version (during an owner key rotation, rows carry the old one).
+    """
+    forms = key_forms(session, owner, [message_id])
     return session.scalar(
-        select(Submission).where(Submission.account_id == account_id, Submission.message_key == key)
+        select(Submission)
+        .where(Submission.account_id == account_id, Submission.message_key.in_(forms))
+        .order_by(Submission.id)
+        .limit(1)
     )
 
 
@@ -123,8 +138,7 @@ def queue_message(
     if user_id is None:
         raise NotFoundError(f"There is no account with id {account_id}.")
     message_id = message_id_of(raw)
-    key = id_key(message_id)
-    found = _existing(session, account_id, key)
+    found = find_submission(session, account_id, user_id, message_id)
     if found is not None:
         return found
     chosen = _lane(settings, kind, lane)
@@ -136,7 +150,7 @@ def queue_message(
         "identity_id": identity_id,
         "email_id": email_id,
         "message_id": message_id,
-        "message_key": key,
+        "message_key": stored_key(session, user_id, message_id),
         "raw_sha256": _keep_bytes(session, user_id, strip_bcc(raw)),
         "envelope": dict(checked),
         "lane": chosen,
@@ -153,16 +167,22 @@ def queue_message(
         "last_error": None,
         "delivery_status": None,
         "updated_at": moment,
+        "sealed": sealing_cipher(session) is not None,
     }
+    row = {**values, **PLACEHOLDERS} if values["sealed"] else values
     created = insert_ignoring_conflicts(
-        session, Submission, [values], conflict=["account_id", "message_key"], returning=["id"]
+        session, Submission, [row], conflict=["account_id", "message_key"], returning=["id"]
     )
     if not created:  # queued at the same moment by another transaction
-        found = _existing(session, account_id, key)
+        found = find_submission(session, account_id, user_id, message_id)
         if found is None:
             raise OutboundError("The message could not be queued; try again.")
         return found
-    # The row is written (one INSERT, no flush); the entity stands for it in the session.
+    if values["sealed"]:  # the placeholders' values, sealed to the new row's id
+        clear = {"message_id": message_id, "envelope": values["envelope"]}
+        write_sealed(session, Submission, user_id, {created[0][0]: clear})
+    # The row is written (one INSERT, no flush); the entity stands for it in the session,
+    # with the clear values readers see.
     submission = Submission(id=created[0][0], **values)
     make_transient_to_detached(submission)
     session.add(submission)

@@ -40,7 +40,10 @@ The outcome of one hand-off::
     anything else (a bug)          -> an attempt on every lane (never 6 hours of silence)
 
 Which rule applies follows from the lane the submission sits in and the
-operator's pacing switch, never from its kind. Every change of state or
+operator's pacing switch, never from its kind. A sealed submission
+(:mod:`mailroom.outbound.sealed_queue`) is opened when it is claimed, and its
+new delivery status, last error and failed-sends reason are sealed as they
+are written. Every change of state or
 delivery status writes the EmailSubmission ``updated`` change row in the same
 transaction. Connections are kept per account for one run and closed after it.
 """
@@ -65,6 +68,7 @@ from mailroom.outbound.hooks import AFTER_SENT
 from mailroom.outbound.lanes import LANES
 from mailroom.outbound.pace import Pace, pace_for, throttled
 from mailroom.outbound.queueing import WAITING, record_submission_change
+from mailroom.outbound.sealed_queue import SUBMISSIONS, read_value, seal_values, write_sealed
 from mailroom.providers.base import AuthError, RateLimitError, TransientError
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.engine import Store
@@ -140,6 +144,7 @@ class _Claim:
     deferrals: int
     due: datetime  # send_at: the throttled window runs from here
     claimed_at: datetime
+    sealed: bool = False  # its replies and failure are written sealed (outbound.sealed_queue)
     raw: bytes = b""
     handoff_at: datetime | None = None
 
@@ -330,6 +335,7 @@ class Sender:
                     Submission.deferrals,
                     Submission.send_at,
                     Submission.next_attempt_at,
+                    Submission.sealed,
                 )
                 .execution_options(synchronize_session=False)
             )
@@ -339,22 +345,30 @@ class Sender:
                 by_user.setdefault(row.user_id, []).append(row.id)
             for user_id, ids in by_user.items():
                 record_submission_change(session, user_id, ids)
-        return [
-            _Claim(
-                id=row.id,
-                user_id=row.user_id,
-                account_id=row.account_id,
-                lane=lane,
-                message_id=row.message_id,
-                raw_sha256=row.raw_sha256,
-                envelope=dict(row.envelope),
-                attempts=row.attempts,
-                deferrals=row.deferrals,
-                due=row.send_at,
-                claimed_at=moment,
-            )
-            for row in rows
-        ]
+            return [self._claim_of(session, row, lane, moment) for row in rows]
+
+    @staticmethod
+    def _claim_of(session: Session, row: Any, lane: str, moment: datetime) -> _Claim:
+        """The claim of one claimed row, its sealed Message-ID and envelope opened."""
+
+        def clear(column: str) -> Any:
+            value = getattr(row, column)
+            return read_value(session, row.user_id, SUBMISSIONS, column, row.id, value, row.sealed)
+
+        return _Claim(
+            id=row.id,
+            user_id=row.user_id,
+            account_id=row.account_id,
+            lane=lane,
+            message_id=clear("message_id"),
+            raw_sha256=row.raw_sha256,
+            envelope=dict(clear("envelope")),
+            attempts=row.attempts,
+            deferrals=row.deferrals,
+            due=row.send_at,
+            claimed_at=moment,
+            sealed=bool(row.sealed),
+        )
 
     def _start(self, session: Session, claim: _Claim) -> _Claim | None:
         """Set the hand-off moment of a claim still ours, and read its bytes (None: not ours)."""
@@ -453,10 +467,13 @@ class Sender:
 
     def _write(self, session: Session, claim: _Claim, outcome: _Outcome) -> int | None:
         """Commit an outcome to the hand-off ``claim`` made (not a later one); its id when sent."""
+        values = outcome.values
+        if claim.sealed:
+            values = seal_values(session, claim.user_id, SUBMISSIONS, claim.id, values)
         result = session.connection().execute(
             update(_TABLE)
             .where(_COLUMNS.id == claim.id, _COLUMNS.handoff_at == claim.handoff_at)
-            .values(updated_at=self.clock(), **outcome.values)
+            .values(updated_at=self.clock(), **values)
         )
         if not result.rowcount:
             return None
@@ -469,6 +486,8 @@ class Sender:
                 outcome.values["attempts"],
                 outcome.reason,
                 outcome.values["last_code"],
+                owner=claim.user_id,
+                sealed=claim.sealed,
             )
         if not outcome.sent:
             return None
@@ -528,18 +547,30 @@ class Sender:
         attempts: int,
         reason: str,
         code: int | None,
+        *,
+        owner: int,
+        sealed: bool,
     ) -> None:
-        """Put one failed submission on the failed-sends list (in ``session``)."""
+        """Put one failed submission on the failed-sends list (in ``session``).
+
+        The reason of a sealed submission is sealed (inserted empty, written by id), and
+        the log says only that it failed: the reason quotes the recipients.
+        """
         failed = {
             "submission_id": submission_id,
             "lane": lane,
             "attempts": attempts,
             "code": code,
-            "reason": reason[:2000],
+            "reason": "" if sealed else reason[:2000],
             "failed_at": self.clock(),
         }
-        insert_ignoring_conflicts(session, FailedSend, [failed], conflict=["submission_id"])
-        log.warning("Submission %s failed: %s", submission_id, reason)
+        made = insert_ignoring_conflicts(
+            session, FailedSend, [failed], conflict=["submission_id"], returning=["id"]
+        )
+        if sealed and made:
+            write_sealed(session, FailedSend, owner, {made[0][0]: {"reason": reason[:2000]}})
+        shown = "its reason is sealed (mailroom outbound failed shows it)" if sealed else reason
+        log.warning("Submission %s failed: %s", submission_id, shown)
 
     def _fail_in(
         self,
@@ -551,11 +582,13 @@ class Sender:
         delivered: str = "no",
     ) -> None:
         """Move one submission found by the sweep to ``failed`` and the failed-sends list."""
-        row = session.get(Submission, submission_id)
+        row = session.get(Submission, submission_id)  # opened as it loads when sealed
         if row is None:
             return
         recipients = [str(item["email"]) for item in row.envelope.get("rcptTo", [])]
         values = _failure(recipients, reason, None, reply, row.attempts, delivered)
+        if row.sealed:
+            values = seal_values(session, row.user_id, SUBMISSIONS, submission_id, values)
         session.execute(
             update(Submission)
             .where(Submission.id == submission_id)
@@ -563,7 +596,16 @@ class Sender:
             .execution_options(synchronize_session=False)
         )
         record_submission_change(session, row.user_id, [submission_id])
-        self._record_failure(session, submission_id, row.lane, row.attempts, reason, None)
+        self._record_failure(
+            session,
+            submission_id,
+            row.lane,
+            row.attempts,
+            reason,
+            None,
+            owner=row.user_id,
+            sealed=row.sealed,
+        )
 
     def _defer(self, claim: _Claim, error: TransientError) -> _Outcome:
         """A throttled lane's temporary failure: wait and try again, not an attempt."""
@@ -614,13 +656,23 @@ class Sender:
                     Submission.state,
                     Submission.handoff_at,
                     Submission.last_error,
+                    Submission.sealed,
                 )
                 .where(Submission.lane == lane, wanted)
                 .order_by(Submission.id)
             ).all()
             for row in rows:
                 if row.state != "sending":
-                    last = row.last_error or f"the {lane} lane's pace left no room"
+                    last = read_value(
+                        session,
+                        row.user_id,
+                        SUBMISSIONS,
+                        "last_error",
+                        row.id,
+                        row.last_error,
+                        row.sealed,
+                    )
+                    last = last or f"the {lane} lane's pace left no room"
                     self._fail_in(session, row.id, _window_closed(last))
                 elif row.handoff_at is None:  # claimed by a worker that died before its turn
                     session.execute(

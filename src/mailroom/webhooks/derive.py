@@ -13,7 +13,8 @@ the change they describe.
 * ``EmailSubmission`` — the change log again: every state change of a
   submission writes a row. A submission now ``sent`` is ``messageSent``; its
   ``failed_sends`` row ``messageFailed``; each of its ``bounces`` rows
-  ``messageBounced``.
+  ``messageBounced``. A sealed submission's Message-ID, recipients, reason and
+  report (``outbound.sealed_queue``) are opened for the payload.
 * ``account`` — ``account_events``, written by triggers on ``accounts``.
 
 One round of one (endpoint, source) runs in one transaction that first takes
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import or_, select, update
@@ -41,6 +43,7 @@ from sqlalchemy.orm import Session
 
 from mailroom.crypto.sealing import seals_new_mail
 from mailroom.jmap.sealed_columns import message_ids_of, opened
+from mailroom.outbound.sealed_queue import BOUNCES, FAILED_SENDS, SUBMISSIONS, read_value
 from mailroom.store import changelog
 from mailroom.store.bulk import insert_ignoring_conflicts
 from mailroom.store.engine import Store
@@ -243,6 +246,33 @@ def _recipients(envelope: Any) -> list[str]:
     return [str(item.get("email", "")) for item in items if isinstance(item, dict)]
 
 
+def _submissions(session: Session, ids: list[int]) -> dict[int, Any]:
+    """The submissions ``ids`` by id, a sealed one's Message-ID and envelope opened."""
+    rows = session.execute(
+        select(
+            Submission.id,
+            Submission.user_id,
+            Submission.sealed,
+            Submission.account_id,
+            Submission.email_id,
+            Submission.message_id,
+            Submission.state,
+            Submission.sent_at,
+            Submission.envelope,
+        ).where(Submission.id.in_(ids))
+    )
+    found: dict[int, Any] = {}
+    for row in rows:
+        values = row._asdict()
+        for column in ("message_id", "envelope"):
+            value = values[column]
+            values[column] = read_value(
+                session, row.user_id, SUBMISSIONS, column, row.id, value, row.sealed
+            )
+        found[row.id] = SimpleNamespace(**values)
+    return found
+
+
 def _submission_events(
     session: Session, endpoint: WebhookEndpoint, position: int
 ) -> tuple[list[Event], int, bool]:
@@ -251,20 +281,13 @@ def _submission_events(
     if not ids:
         return [], window.new_state, window.has_more
     since = endpoint.created_at
-    submissions = {
-        row.id: row
-        for row in session.execute(
-            select(
-                Submission.id,
-                Submission.account_id,
-                Submission.email_id,
-                Submission.message_id,
-                Submission.state,
-                Submission.sent_at,
-                Submission.envelope,
-            ).where(Submission.id.in_(ids))
-        )
-    }
+    submissions = _submissions(session, ids)
+
+    def reported(table: str, column: str, row: FailedSend | Bounce) -> Any:
+        """A column of a row reporting on a submission, opened when the submission is sealed."""
+        owner = submissions[row.submission_id]
+        value = getattr(row, column)
+        return read_value(session, owner.user_id, table, column, row.id, value, owner.sealed)
 
     def about(submission_id: int) -> dict[str, Any]:
         row = submissions[submission_id]
@@ -297,7 +320,7 @@ def _submission_events(
             row.failed_at,
             {
                 **about(row.submission_id),
-                "reason": row.reason,
+                "reason": reported(FAILED_SENDS, "reason", row),
                 "code": row.code,
                 "attempts": row.attempts,
                 "failedAt": row.failed_at.isoformat(),
@@ -314,7 +337,11 @@ def _submission_events(
             f"messageBounced-{row.id}",
             "messageBounced",
             row.received_at,
-            {**about(row.submission_id), "bounceEmailId": row.message_id, "report": row.recipients},
+            {
+                **about(row.submission_id),
+                "bounceEmailId": row.message_id,
+                "report": reported(BOUNCES, "recipients", row),
+            },
         )
         for row in bounces
         if row.submission_id in submissions
