@@ -327,7 +327,7 @@ def _sealed(row: str) -> list[str]:
 
 
 def test_the_sweeps_fail_sealed_mail_sealed(sealed_store: Store, tmp_path: Path) -> None:
-    """A calm mail past its window and an unknown direct hand-off fail sealed, and read clear."""
+    """Mail past its window and an unknown hand-off fail sealed, read clear, go with the owner."""
     from sqlalchemy import select, update
 
     from mailroom.outbound.sender import HANDOFF_TIMEOUT, THROTTLED_WINDOW, Sender
@@ -386,3 +386,7 @@ def test_the_sweeps_fail_sealed_mail_sealed(sealed_store: Store, tmp_path: Path)
         assert (again.state, again.delivery_status) == ("queued", None)
         assert again.envelope["rcptTo"] == [{"email": "bob@example.net", "parameters": None}]
         assert [e.submission_id for e in failed_list(session)] == [late]
+    from mailroom.crypto.shredding import delete_owner
+
+    delete_owner(sealed_store, "me")  # the owner goes: key first, then every row of the queue
+    assert raw_rows(sealed_store, owner) == {"submissions": [], "failed_sends": [], "bounces": []}
