@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
 from mailroom.crypto import FieldCipher, FieldTampered, KeyGone, MasterKeyWrapper, OwnerKeys
-from mailroom.crypto.fields import from_text, to_text, version_of
+from mailroom.crypto.fields import (
+    DEFLATE_FROM,
+    DEFLATED_PREFIX,
+    PREFIX,
+    from_text,
+    to_text,
+    version_of,
+)
 from mailroom.store.engine import Store
 from mailroom.store.models import OwnerKey
 from tests.crypto.conftest import add_owner
@@ -60,6 +69,30 @@ def test_a_changed_byte_is_refused_and_nonces_differ(
         assert from_text(to_text(sealed)) == sealed
         with pytest.raises(FieldTampered):
             from_text("plain subject")
+
+
+def test_a_large_value_is_deflated_before_it_is_sealed(
+    store: Store, wrapper: MasterKeyWrapper
+) -> None:
+    """A long, compressible value is sealed deflated (smaller, its own prefix, bound to being
+    deflated); a short or incompressible one as it is; each opens to what was sealed."""
+    alice = add_owner(store, "alice")
+    body = "Dear Ann, the hangar forecast for next week follows.\n" * 40
+    noise = os.urandom(4096)
+    with store.session() as session:
+        cipher = FieldCipher(OwnerKeys(session, wrapper))
+        deflated = cipher.encrypt(alice, "message_bodies", "text_body", 7, body)
+        assert deflated.startswith(DEFLATED_PREFIX) and len(deflated) < len(body) // 4
+        assert cipher.decrypt_text(alice, "message_bodies", "text_body", 7, deflated) == body
+        short = cipher.encrypt(alice, "message_bodies", "text_body", 7, body[: DEFLATE_FROM - 1])
+        random = cipher.encrypt(alice, "blobs", "data", "k", noise)
+        assert short.startswith(PREFIX) and random.startswith(PREFIX)
+        assert cipher.decrypt(alice, "blobs", "data", "k", random) == noise
+        # The prefix is bound by the tag: claiming a deflated value is not (or the
+        # reverse) does not open.
+        for token, other in ((deflated, PREFIX), (short, DEFLATED_PREFIX)):
+            with pytest.raises(FieldTampered):
+                cipher.decrypt(alice, "message_bodies", "text_body", 7, other + token[2:])
 
 
 def test_data_keys_are_stored_wrapped_one_per_owner_and_reused(

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mailroom.crypto.fields import FieldCipher
-from mailroom.crypto.seal_lane import SealedSoon, SealJob
+from mailroom.crypto.seal_lane import SealedSoon, SealJob, seal_texts, seal_tokens
 
 BODIES = "message_bodies"
 BODY_TEXT_COLUMNS = ("text_body", "html_body", "sanitized_html")
@@ -53,10 +53,10 @@ def seal_body_rows(
         for column in BODY_JSON_COLUMNS:
             dumped = json.dumps(row.get(column) or [], ensure_ascii=False)
             jobs.append((BODIES, column, message_id, dumped))
-    soon = SealedSoon(cipher, owner, jobs)
+    soon = SealedSoon(cipher, owner, jobs, seal_texts)
 
     def sealed_rows() -> list[dict[str, Any]]:
-        texts = iter(soon.texts())
+        texts = iter(soon.values())
         done: list[dict[str, Any]] = []
         for row in rows:
             sealed = dict(row, sealed=True)
@@ -67,6 +67,26 @@ def seal_body_rows(
                 sealed[column] = next(texts)
             done.append(sealed)
         return done
+
+    return sealed_rows
+
+
+def seal_blob_rows(
+    cipher: FieldCipher, owner: int, rows: Sequence[dict[str, Any]]
+) -> Callable[[], list[dict[str, Any]]]:
+    """Start sealing the bytes of these ``blobs`` insert rows (``sha256``: the sealed key).
+
+    As :func:`seal_body_rows`: in the lane when there is one; the returned call gives
+    copies of the rows with their bytes sealed and the owner named.
+    """
+    jobs: list[SealJob] = [(BLOBS, BLOB_COLUMN, row["sha256"], row["data"]) for row in rows]
+    soon = SealedSoon(cipher, owner, jobs, seal_tokens)
+
+    def sealed_rows() -> list[dict[str, Any]]:
+        return [
+            dict(row, data=data, user_id=owner)
+            for row, data in zip(rows, soon.values(), strict=True)
+        ]
 
     return sealed_rows
 

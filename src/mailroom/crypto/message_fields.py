@@ -34,7 +34,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from mailroom.crypto.fields import FieldCipher, from_text, to_text
-from mailroom.crypto.seal_lane import SealedSoon, SealJob
+from mailroom.crypto.seal_lane import SealedSoon, SealJob, seal_texts
 from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
 from mailroom.errors import SealedWithoutKeys
 
@@ -245,12 +245,12 @@ def seal_inserted(
             if value is not None:
                 plain = json.dumps(value, ensure_ascii=False) if column in JSON_COLUMNS else value
                 jobs.append((MESSAGES, column, message_id, str(plain)))
-    soon = SealedSoon(require_cipher(session, "New mail"), owner, jobs)
+    soon = SealedSoon(require_cipher(session, "New mail"), owner, jobs, seal_texts)
 
     def write() -> None:
         if not clear_values:
             return
-        texts = iter(soon.texts())
+        texts = iter(soon.values())
         params: list[tuple[Any, ...]] = []
         for message_id, values in clear_values.items():
             row: list[Any] = []

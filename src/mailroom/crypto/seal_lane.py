@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from mailroom.crypto.datakey import DataKey
 from mailroom.crypto.fields import key_sealer, to_text
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # One value to seal: table, column, row id, clear value.
-SealJob = tuple[str, str, int, str]
+SealJob = tuple[str, str, "int | str", "str | bytes"]
 
 
 class Lane(Protocol):
@@ -43,6 +43,8 @@ class Lane(Protocol):
     def call(self, function: Callable[..., Any], *args: Any) -> Future[Any] | None:
         """Run ``function(*args)`` in a helper; None when no helper is up."""
 
+
+Sealed = TypeVar("Sealed", str, bytes)
 
 _lane: ContextVar[Lane | None] = ContextVar("mailroom_seal_lane", default=None)
 
@@ -63,22 +65,42 @@ def seal_texts(key: DataKey, jobs: Sequence[SealJob]) -> list[str]:
     return [to_text(seal(table, column, row, value)) for table, column, row, value in jobs]
 
 
-class SealedSoon:
-    """The sealed texts of a list of jobs, being made in the lane or made here already."""
+def seal_tokens(key: DataKey, jobs: Sequence[SealJob]) -> list[bytes]:
+    """The jobs' values sealed under ``key``, as bytes for a binary column (in the helper)."""
+    seal = key_sealer(key)
+    return [seal(table, column, row, value) for table, column, row, value in jobs]
 
-    def __init__(self, cipher: FieldCipher, owner: int, jobs: list[SealJob]) -> None:
+
+class SealedSoon(Generic[Sealed]):
+    """The sealed values of a list of jobs, being made in the lane or made here already.
+
+    ``seal``: :func:`seal_texts` (the default: text columns) or :func:`seal_tokens`.
+    """
+
+    def __init__(
+        self,
+        cipher: FieldCipher,
+        owner: int,
+        jobs: list[SealJob],
+        seal: Callable[[DataKey, Sequence[SealJob]], list[Sealed]],
+    ) -> None:
         self._key, self._jobs = cipher.keys.current(owner), jobs
+        self._seal: Callable[[DataKey, Sequence[SealJob]], list[Sealed]] = seal
         lane = _lane.get()
-        self._future = lane.call(seal_texts, self._key, jobs) if lane and jobs else None
-        self._texts = None if self._future is not None else seal_texts(self._key, jobs)
+        self._future: Future[list[Sealed]] | None = (
+            lane.call(seal, self._key, jobs) if lane and jobs else None
+        )
+        self._values: list[Sealed] | None = None
+        if self._future is None:
+            self._values = seal(self._key, jobs)
 
-    def texts(self) -> list[str]:
-        """The sealed texts, in the jobs' order (sealed here if the helper failed)."""
-        if self._texts is None:
+    def values(self) -> list[Sealed]:
+        """The sealed values, in the jobs' order (sealed here if the helper failed)."""
+        if self._values is None:
             assert self._future is not None
             try:
-                self._texts = self._future.result()
+                self._values = self._future.result()
             except Exception:
                 log.exception("The sealing helper failed; sealing the batch in this process")
-                self._texts = seal_texts(self._key, self._jobs)
-        return self._texts
+                self._values = self._seal(self._key, self._jobs)
+        return self._values

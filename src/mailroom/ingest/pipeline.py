@@ -40,7 +40,7 @@ from mailroom.categories.correspondents import (
     switched_off,
 )
 from mailroom.conversations.subject import is_reply
-from mailroom.crypto.mail_writing import seal_blob_data, seal_body_rows
+from mailroom.crypto.mail_writing import seal_blob_rows, seal_body_rows
 from mailroom.crypto.message_fields import sealed_updates
 from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest.model import Batch
@@ -104,7 +104,8 @@ class RawStage:
     The message row already names its blob (``raw_sha256`` is set on insert, in
     the same transaction); this stage stores the bytes once per digest. Sealed
     mail's key is the owner's keyed hash of the digest (``ingest.batch``) and
-    its bytes are sealed under that key (``crypto.mail_writing``).
+    its bytes are sealed under that key (``crypto.mail_writing``), in the
+    import's sealing lane if there is one, and written by the ``sealed`` stage.
     """
 
     name = "raw"
@@ -114,19 +115,23 @@ class RawStage:
         for item in batch.messages:
             if item.raw_sha256 is not None and item.incoming.raw is not None:
                 blobs[item.raw_sha256] = item.incoming.raw
-        cipher = sealing_cipher(batch.session)
-        owner = batch.user_id if cipher is not None else None
-        values = [
-            {
-                "sha256": d,
-                "size": len(b),
-                "data": b if cipher is None else seal_blob_data(cipher, batch.user_id, d, b),
-                "user_id": owner,
-                "created_at": utcnow(),
-            }
+        if not blobs:
+            return
+        now = utcnow()
+        rows = [
+            {"sha256": d, "size": len(b), "data": b, "user_id": None, "created_at": now}
             for d, b in blobs.items()
         ]
-        insert_ignoring_conflicts(batch.session, Blob, values)
+        cipher = sealing_cipher(batch.session)
+        if cipher is None:
+            insert_ignoring_conflicts(batch.session, Blob, rows)
+            return
+        sealed_rows = seal_blob_rows(cipher, batch.user_id, rows)
+
+        def write() -> None:
+            insert_ignoring_conflicts(batch.session, Blob, sealed_rows())
+
+        batch.sealed_writes.append(write)
 
 
 class CreatedChangeStage:

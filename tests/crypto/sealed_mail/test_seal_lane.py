@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select, text
 
 from mailroom.crypto.fields import FieldTampered
-from mailroom.crypto.mail_reading import bodies_of
+from mailroom.crypto.mail_reading import bodies_of, raw_message
 from mailroom.crypto.message_fields import open_rows, remembering_opened
 from mailroom.crypto.seal_lane import sealing_lane
 from mailroom.store.engine import Store
@@ -82,6 +82,7 @@ def _view(store: Store, ids: list[int]) -> list[tuple[Any, ...]]:
                 m.recipients,
                 bodies[m.id].text_body,
                 [list(h) for h in bodies[m.id].headers],
+                raw_message(session, m.id),
             )
             for m in messages
         ]
@@ -95,17 +96,20 @@ def test_values_sealed_in_a_lane_read_as_sealed_in_the_writer(
     lane = CountingLane(executor) if lane_kind == "helper process" else FailingLane()
     with sealing_lane(lane):
         there = ingest(sealed_store, make_account(sealed_store, name="lane"), _mail("m"))
-    assert lane.calls == 2  # the batch's message columns, then its bodies
+    assert lane.calls == 3  # the batch's message columns, its bodies, its raw bytes
 
     assert _view(sealed_store, there.created_ids) == _view(sealed_store, here.created_ids)
     view = _view(sealed_store, there.created_ids)
     assert view[0][0] == "Hangar forecast 0" and BODY_PHRASE in view[0][5]
+    assert b"Subject: Hangar forecast 0" in view[0][7]
     with sealed_store.engine.connect() as conn:
         rows = conn.execute(text("SELECT * FROM messages")).all()
         rows += conn.execute(text("SELECT * FROM message_bodies")).all()
+        blobs = conn.execute(text("SELECT data FROM blobs")).scalars().all()
     stored = "\n".join(str(value) for row in rows for value in row)
     for clear in ("Hangar forecast", "ann0@example.org", BODY_PHRASE, HEADER_VALUE):
         assert clear not in stored
+        assert not any(clear.encode() in bytes(data) for data in blobs)
 
 
 def test_values_opened_once_in_an_import_are_still_bound_to_their_rows(
