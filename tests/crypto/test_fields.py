@@ -11,8 +11,8 @@ from sqlalchemy import select
 
 from mailroom.crypto import FieldCipher, FieldTampered, KeyGone, MasterKeyWrapper, OwnerKeys
 from mailroom.crypto.fields import (
-    DEFLATE_FROM,
-    DEFLATED_PREFIX,
+    COMPRESS_FROM,
+    COMPRESSED_PREFIX,
     PREFIX,
     from_text,
     to_text,
@@ -71,26 +71,26 @@ def test_a_changed_byte_is_refused_and_nonces_differ(
             from_text("plain subject")
 
 
-def test_a_large_value_is_deflated_before_it_is_sealed(
+def test_a_large_value_is_compressed_before_it_is_sealed(
     store: Store, wrapper: MasterKeyWrapper
 ) -> None:
-    """A long, compressible value is sealed deflated (smaller, its own prefix, bound to being
-    deflated); a short or incompressible one as it is; each opens to what was sealed."""
+    """A long, compressible value is sealed compressed (smaller, its own prefix, bound to
+    being compressed); a short or incompressible one as it is; each opens to what it was."""
     alice = add_owner(store, "alice")
     body = "Dear Ann, the hangar forecast for next week follows.\n" * 40
     noise = os.urandom(4096)
     with store.session() as session:
         cipher = FieldCipher(OwnerKeys(session, wrapper))
-        deflated = cipher.encrypt(alice, "message_bodies", "text_body", 7, body)
-        assert deflated.startswith(DEFLATED_PREFIX) and len(deflated) < len(body) // 4
-        assert cipher.decrypt_text(alice, "message_bodies", "text_body", 7, deflated) == body
-        short = cipher.encrypt(alice, "message_bodies", "text_body", 7, body[: DEFLATE_FROM - 1])
+        compressed = cipher.encrypt(alice, "message_bodies", "text_body", 7, body)
+        assert compressed.startswith(COMPRESSED_PREFIX) and len(compressed) < len(body) // 4
+        assert cipher.decrypt_text(alice, "message_bodies", "text_body", 7, compressed) == body
+        short = cipher.encrypt(alice, "message_bodies", "text_body", 7, body[: COMPRESS_FROM - 1])
         random = cipher.encrypt(alice, "blobs", "data", "k", noise)
         assert short.startswith(PREFIX) and random.startswith(PREFIX)
         assert cipher.decrypt(alice, "blobs", "data", "k", random) == noise
-        # The prefix is bound by the tag: claiming a deflated value is not (or the
+        # The prefix is bound by the tag: claiming a compressed value is not (or the
         # reverse) does not open.
-        for token, other in ((deflated, PREFIX), (short, DEFLATED_PREFIX)):
+        for token, other in ((compressed, PREFIX), (short, COMPRESSED_PREFIX)):
             with pytest.raises(FieldTampered):
                 cipher.decrypt(alice, "message_bodies", "text_body", 7, other + token[2:])
 

@@ -84,17 +84,14 @@ class TokenKeys:
 
 
 def _looked_up(keyed: KeyedHash, found: dict[bytes, str], words: Collection[bytes]) -> list[str]:
-    """The hex tokens of ``words``, hashing only those not ``found`` yet (and keeping them).
+    """The hex tokens of ``words``, hashing only those not ``found`` yet (and keeping them)."""
 
-    One pass of C-level look-ups; a second only over a message with new words.
-    """
-    tokens = list(map(found.get, words))
-    if None in tokens:
-        for word in words:
-            if word not in found:
-                found[word] = keyed.digest(word.decode("utf-8"))[:TOKEN_BYTES].hex()
-        tokens = list(map(found.__getitem__, words))
-    return tokens  # type: ignore[return-value]  # no None left
+    def hashed(word: bytes) -> str:
+        token = found[word] = keyed.digest(word.decode("utf-8"))[:TOKEN_BYTES].hex()
+        return token
+
+    known = found.get
+    return [known(word) or hashed(word) for word in words]
 
 
 def _joined(tokens: list[str]) -> str:

@@ -89,9 +89,11 @@ class Batch:
     sent_label: int | None = None
     learned: LearnedTabs = NOTHING_LEARNED  # tabs learned from the owner's corrections
     new_correspondents: set[str] = field(default_factory=set)
-    # Writes of sealed values still being sealed (``crypto.seal_lane``), made by the ``sealed``
-    # stage before anything reads the batch's rows back.
+    # Writes of sealed values still being sealed (``crypto.seal_lane``): of the message rows,
+    # made by the ``sealed`` stage before anything reads the batch's rows back; of its body
+    # and blob rows by the ``sealed_bulk`` stage, before the first stage that reads those.
     sealed_writes: list[Callable[[], None]] = field(default_factory=list)
+    bulk_sealed_writes: list[Callable[[], None]] = field(default_factory=list)
 
     def sent_by_owner(self, item: StoredMessage) -> bool:
         """Whether the owner sent this message (it is in Sent, or From is an own address)."""

@@ -5,13 +5,14 @@ search index sees them). Per message, in order: ``sanitize`` (bodies; the raw
 HTML is kept next to the sanitized copy), ``raw`` (the original bytes, when
 the provider handed them over), ``created`` (the JMAP change; the thread is
 not known yet), ``owner`` (the owner's addresses and switched-off tabs),
-``sealed`` (sealed mail: the sealed values of the batch's rows, sealed
-meanwhile, written before any stage reads the rows back), ``harvest``
+``sealed`` (sealed mail: the sealed values of the batch's message rows,
+sealed meanwhile, written before any stage reads the rows back), ``harvest``
 (recipients of mail the owner sent become correspondents, before anything
 is categorized, so a reply in the same batch already counts),
 ``categorize``, ``thread`` (stages 1, 2 and 4 per message, a failure noted
 on the message and never costing the batch; then the subject rescue once
-for the batch). Then once per batch: ``rules`` (one query per rule, after
+for the batch), ``sealed_bulk`` (sealed mail: the bodies and raw bytes,
+sealed meanwhile). Then once per batch: ``rules`` (one query per rule, after
 threading so archive and trash reach whole conversations), ``hold`` (mail
 the assistant's verdict could still change waits for it in no tab),
 ``wake_on_reply``, ``flush``,
@@ -95,7 +96,9 @@ class SanitizeStage:
             insert_rows(batch.session, MessageBody, rows)
             return
         sealed_rows = seal_body_rows(cipher, batch.user_id, rows)
-        batch.sealed_writes.append(lambda: insert_rows(batch.session, MessageBody, sealed_rows()))
+        batch.bulk_sealed_writes.append(
+            lambda: insert_rows(batch.session, MessageBody, sealed_rows())
+        )
 
 
 class RawStage:
@@ -131,7 +134,7 @@ class RawStage:
         def write() -> None:
             insert_ignoring_conflicts(batch.session, Blob, sealed_rows())
 
-        batch.sealed_writes.append(write)
+        batch.bulk_sealed_writes.append(write)
 
 
 class CreatedChangeStage:
@@ -247,7 +250,7 @@ def facts_for(
 
 
 class SealedWritesStage:
-    """Write the batch's sealed values, sealed meanwhile (``crypto.seal_lane``).
+    """Write the batch's sealed message columns, sealed meanwhile (``crypto.seal_lane``).
 
     Before ``harvest``, the first stage that reads the owner's rows back (and with
     them the batch's): the stages before it work from the parsed mail, while an
@@ -260,6 +263,23 @@ class SealedWritesStage:
         for write in batch.sealed_writes:
             write()
         batch.sealed_writes.clear()
+
+
+class BulkSealedWritesStage:
+    """Write the batch's sealed bodies and raw bytes, once the batch is threaded.
+
+    ``harvest``, ``categorize`` and ``thread`` work from the parsed mail and the
+    message rows, never the batch's own bodies or blobs; ``rules`` reads the
+    stored headers (a sender's authentication). So the sealing lane has those
+    stages' time to seal the bulk of the bytes, still in the batch's transaction.
+    """
+
+    name = "sealed_bulk"
+
+    def run(self, batch: Batch) -> None:
+        for write in batch.bulk_sealed_writes:
+            write()
+        batch.bulk_sealed_writes.clear()
 
 
 class ThreadStage:
@@ -439,6 +459,7 @@ PIPELINE: list[Stage] = [
     HarvestStage(),
     CategorizeStage(),
     ThreadStage(),
+    BulkSealedWritesStage(),
     RulesStage(),
     HoldStage(),
     WakeOnReplyStage(),

@@ -27,7 +27,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -39,6 +39,7 @@ from mailroom.mime.parse import parse_message
 log = logging.getLogger(__name__)
 
 PARALLEL_FROM = 1000  # messages; below this, parse inline
+WORKER_NICENESS = 10  # added to a worker's niceness (see _yield_to_the_caller)
 
 T = TypeVar("T")
 
@@ -67,6 +68,17 @@ def _ready(modules: Sequence[str]) -> bool:
     return True
 
 
+def _yield_to_the_caller() -> None:
+    """Start a worker at a lower CPU priority than the process it works for.
+
+    The caller (an import's writer) is the one busy process the others feed:
+    when the workers, a sealing lane and the writer all want the CPU, the writer
+    should not wait for it. A worker still gets every core the writer leaves.
+    """
+    with suppress(OSError):  # not permitted here: run at the caller's priority
+        os.nice(WORKER_NICENESS)
+
+
 @contextmanager
 def _main_script_hidden() -> Iterator[None]:
     """Keep new worker processes from importing ``__main__``'s file as ``__mp_main__``."""
@@ -88,11 +100,14 @@ class ParsePool:
         workers: int | None = None,
         preload: Sequence[str] = (),
         warm: Sequence[str] = (),
+        yielding: bool = True,
     ) -> None:
         """``preload``: modules the workers need besides :mod:`mailroom.mime` (imported once,
         in the forkserver, if this pool is the first to start it). ``warm``: modules each
         worker imports itself before it reports ready, leaving the forkserver (which other
-        pools' workers fork from) as it is."""
+        pools' workers fork from) as it is. ``yielding``: the workers run at a lower CPU
+        priority than the caller (:func:`_yield_to_the_caller`); False for a helper whose
+        results the caller waits for at once."""
         count = workers or min(4, (os.cpu_count() or 1) - 1)
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[Future[bool]] = []
@@ -101,7 +116,9 @@ class ParsePool:
         if expected_messages >= PARALLEL_FROM and count >= 1:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["mailroom.mime", *preload])
-            self._pool = ProcessPoolExecutor(count, mp_context=context)
+            self._pool = ProcessPoolExecutor(
+                count, mp_context=context, initializer=_yield_to_the_caller if yielding else None
+            )
             # Starting the workers waits for the forkserver to import its modules (0.3 s
             # on a quiet machine, over a second on a busy one): a thread waits for it, so
             # the caller gets on with its first batches meanwhile.

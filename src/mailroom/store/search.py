@@ -180,10 +180,23 @@ _ASCII_FOLD = bytes.maketrans(
 
 def blind_word_bytes(text: str) -> set[bytes]:
     """:func:`blind_words` as UTF-8 bytes: what the hash takes, and for ASCII text (nearly
-    all mail) split by ``bytes.translate`` and ``bytes.split`` a third faster than the regex."""
+    all mail) split by ``bytes.translate`` and ``bytes.split`` a third faster than the regex.
+
+    Other text is split the same way at its ASCII separators first (UTF-8 leaves
+    every other byte as it is), and only its distinct pieces with non-ASCII
+    characters go through the Unicode rules, each once: most such mail is ASCII
+    but for a few quotes or accented names.
+    """
     if text.isascii():
         return set(text.encode("ascii").translate(_ASCII_FOLD).split())
-    return {word.encode("utf-8") for word in _blind_split(text)}
+    found: set[bytes] = set()
+    for piece in set(text.encode("utf-8", "surrogatepass").translate(_ASCII_FOLD).split()):
+        if piece.isascii():
+            found.add(piece)
+        else:
+            clear = piece.decode("utf-8", "surrogatepass")
+            found.update(word.encode("utf-8") for word in _blind_split(clear))
+    return found
 
 
 def blind_query_words(terms: list[str]) -> list[str]:

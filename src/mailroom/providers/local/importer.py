@@ -139,7 +139,7 @@ def import_path(
     with (
         fewer_collections(),
         ParsePool(summary.total) as pool,
-        ParsePool(summary.total if tokens else 0, workers=1, warm=_LANE) as lane,
+        ParsePool(summary.total if tokens else 0, workers=1, warm=_LANE, yielding=False) as lane,
         sealing_lane(lane),
         remembering_opened(),
     ):
