@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from mailroom.config import Settings
 from mailroom.ingest import IncomingMessage, commit_batch
@@ -16,7 +17,7 @@ from mailroom.labels.resolver import system_label
 from mailroom.outbound.sender import Sender
 from mailroom.outbound.vacation import RESEND_AFTER, VacationResponder, refusal
 from mailroom.store.engine import Store
-from mailroom.store.models import Blob, Submission, VacationResponse, utcnow
+from mailroom.store.models import Blob, Submission, VacationReply, VacationResponse, utcnow
 from tests.factories import make_message
 from tests.outbound.after_support import (
     ME,
@@ -233,3 +234,36 @@ def test_the_runtime_answers_newly_synced_mail(
         runtime.stop()
     (reply,) = _replies(store)
     assert reply["In-Reply-To"] == "<live@x>"
+
+
+def test_a_sealing_owner_is_answered_once_per_sender_named_by_a_keyed_hash(
+    store: Store, settings: Settings, sink: SmtpSink
+) -> None:
+    """While mail is sealed the memo of whom was answered names no address; a rotation
+    started meanwhile (the reply memo under the old key version) answers nobody twice."""
+    from mailroom.crypto import MasterKeyWrapper
+    from mailroom.crypto.datakeys import OwnerKeys
+    from mailroom.crypto.owner_rotation import start_rotation
+    from mailroom.crypto.sealing import MailSealing
+
+    sealing = MailSealing(MasterKeyWrapper(os.urandom(32)), seal_new_mail=True)
+    store.sealing = sealing
+    account = local_sender(store, settings, sink)
+    _vacation(store, account[0])
+    responder = VacationResponder(settings, clock=lambda: NOW)
+    responder(store, _arrive(store, account, _mail("s1@example.net")))
+    responder(store, _arrive(store, account, _mail("s2@example.net")))
+    responder(store, _arrive(store, account, _mail("s3@example.net", sender="bob@example.net")))
+    with store.session() as session:
+        start_rotation(session, OwnerKeys(session, sealing.wrapper), account[0])
+    responder(store, _arrive(store, account, _mail("s4@example.net")))  # Alice again
+    with store.session() as session:
+        answered = session.execute(
+            select(Submission.kind).where(Submission.user_id == account[0])
+        ).all()
+        memo = session.scalars(select(VacationReply.sender_key)).all()
+    assert len(answered) == 2  # Alice and Bob, once each
+    assert len(memo) == 2 and all(len(key) == 64 and "@" not in key for key in memo)
+    responder(store, _arrive(store, account, _mail("s5@example.net", sender="carol@example.net")))
+    with store.session() as session:
+        assert session.scalar(select(func.count()).select_from(Submission)) == 3

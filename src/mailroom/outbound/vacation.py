@@ -22,7 +22,11 @@ A message is answered when all of this holds:
   period began and none in the last :data:`RESEND_AFTER` (RFC 3834 suggests
   a week). Claiming the row and queueing the reply are one transaction (an
   upsert that only overwrites an older row), so two workers on the same mail
-  answer once.
+  answer once. While the store seals new mail the row names the sender by
+  the owner's keyed hash of the address (``crypto.message_fields.ADDRESS_KIND``),
+  not the address; a reply under an older key version (an owner key rotation
+  running) still counts. Once a rotation drops that version, a sender answered
+  under it may be answered once more in the same period.
 
 The reply: ``From`` the account's default identity, ``To`` the sender,
 subject the configured one or ``Auto: <original>``, ``In-Reply-To`` and
@@ -49,6 +53,8 @@ from sqlalchemy.orm import Session
 from mailroom.categories.correspondents import owner_addresses
 from mailroom.config import Settings
 from mailroom.crypto.mail_reading import columns_of
+from mailroom.crypto.message_fields import ADDRESS_KIND
+from mailroom.crypto.sealing import sealing_cipher
 from mailroom.ingest.mirror import insert_for
 from mailroom.mime import html_to_text, parse_address_list, parse_id_list
 from mailroom.mime.compose import BodyPart, Header, Mailbox, compose
@@ -260,11 +266,26 @@ def _default_identity(session: Session, user_id: int, account_id: int) -> Identi
     return identity if identity is not None and "@" in identity.email else None
 
 
+def _sender_keys(session: Session, user_id: int, address: str) -> list[str]:
+    """The keys ``vacation_replies`` may name ``address`` by, the one to write first."""
+    cipher = sealing_cipher(session)
+    if cipher is None:
+        return [id_key(address)]
+    return cipher.lookup_hashes(user_id, ADDRESS_KIND, address)  # newest version first
+
+
 def _claim(session: Session, user_id: int, address: str, now: datetime, since: datetime) -> bool:
     """Record a reply to ``address`` now, unless one was recorded at or after ``since``."""
-    insert = insert_for(session, VacationReply).values(
-        user_id=user_id, sender_key=id_key(address), sent_at=now
-    )
+    key, *older = _sender_keys(session, user_id, address)
+    if older and session.scalar(
+        select(VacationReply.sender_key).where(
+            VacationReply.user_id == user_id,
+            VacationReply.sender_key.in_(older),
+            VacationReply.sent_at >= since,
+        )
+    ):
+        return False
+    insert = insert_for(session, VacationReply).values(user_id=user_id, sender_key=key, sent_at=now)
     upsert = insert.on_conflict_do_update(
         index_elements=["user_id", "sender_key"],
         set_={"sent_at": now},

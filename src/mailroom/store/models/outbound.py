@@ -171,7 +171,8 @@ class VacationReply(Base):
     user_id: Mapped[int] = mapped_column(
         ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
     )
-    sender_key: Mapped[str] = mapped_column(Text, primary_key=True)  # id_key(lower(address))
+    # id_key(lower(address)); sealing: the owner's keyed hash of it (``outbound.vacation``).
+    sender_key: Mapped[str] = mapped_column(Text, primary_key=True)
     sent_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
