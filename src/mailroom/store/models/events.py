@@ -26,12 +26,12 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    event,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
+from mailroom.store.models.sealed_rows import open_as_loaded
 
 
 class MessageEvent(Base):
@@ -61,20 +61,7 @@ class MessageEvent(Base):
     sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
 
 
-@event.listens_for(MessageEvent, "load")
-def _open_on_load(target: MessageEvent, context: Any) -> None:
-    if target.__dict__.get("sealed"):
-        from mailroom.events.sealed_events import open_loaded
-
-        open_loaded(target, context.session, None)
-
-
-@event.listens_for(MessageEvent, "refresh")
-def _open_on_refresh(target: MessageEvent, context: Any, attrs: Any) -> None:
-    if target.__dict__.get("sealed"):
-        from mailroom.events.sealed_events import open_loaded
-
-        open_loaded(target, context.session, attrs)
+open_as_loaded(MessageEvent, "mailroom.events.sealed_events:open_loaded")
 
 
 class CalendarFeed(Base):

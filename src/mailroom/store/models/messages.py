@@ -23,12 +23,12 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    event,
     text,
 )
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
+from mailroom.store.models.sealed_rows import open_as_loaded, seal_before_flush
 
 _HELD = "category_held_at IS NOT NULL AND category_released_at IS NULL"
 
@@ -192,37 +192,5 @@ class MessageLocation(Base):
 
 # Sealed rows (crypto.message_fields) are opened as the ORM loads them and their changed
 # mail columns sealed again before a flush writes them: ORM readers never see ciphertext.
-@event.listens_for(Message, "load")
-def _open_on_load(target: Message, context: Any) -> None:
-    if target.__dict__.get("sealed"):
-        from mailroom.crypto.message_fields import open_loaded
-
-        open_loaded(target, context.session)
-
-
-@event.listens_for(Message, "refresh")
-def _open_on_refresh(target: Message, context: Any, attrs: Any) -> None:
-    if target.__dict__.get("sealed"):
-        from mailroom.crypto.message_fields import open_loaded
-
-        open_loaded(target, context.session, attrs)
-
-
-_RESEALED = "mailroom.resealed"
-
-
-@event.listens_for(Session, "before_flush")
-def _seal_before_flush(session: Session, _context: Any, _instances: Any) -> None:
-    changed = [o for o in session.dirty if isinstance(o, Message) and o.__dict__.get("sealed")]
-    if changed:
-        from mailroom.crypto.message_fields import seal_changes
-
-        session.info[_RESEALED] = seal_changes(session, changed)
-
-
-@event.listens_for(Session, "after_flush_postexec")
-def _clear_after_flush(session: Session, _context: Any) -> None:
-    from sqlalchemy.orm.attributes import set_committed_value
-
-    for message, column, clear in session.info.pop(_RESEALED, ()):
-        set_committed_value(message, column, clear)
+open_as_loaded(Message, "mailroom.crypto.message_fields:open_loaded")
+seal_before_flush(Message, "mailroom.crypto.message_fields:seal_changes")

@@ -45,12 +45,12 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    event,
     text,
 )
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
 from mailroom.store.models.base import Base, IdType, UtcDateTime, utcnow
+from mailroom.store.models.sealed_rows import open_as_loaded, seal_before_flush
 
 SUBMISSION_STATES = ("scheduled", "queued", "sending", "sent", "failed", "canceled")
 
@@ -101,40 +101,8 @@ class Submission(Base):
     sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
 
 
-@event.listens_for(Submission, "load")
-def _open_on_load(target: Submission, context: Any) -> None:
-    if target.__dict__.get("sealed"):
-        from mailroom.outbound.sealed_queue import open_loaded
-
-        open_loaded(target, context.session, None)
-
-
-@event.listens_for(Submission, "refresh")
-def _open_on_refresh(target: Submission, context: Any, attrs: Any) -> None:
-    if target.__dict__.get("sealed"):
-        from mailroom.outbound.sealed_queue import open_loaded
-
-        open_loaded(target, context.session, attrs)
-
-
-_RESEALED = "mailroom.resealed_submissions"
-
-
-@event.listens_for(Session, "before_flush")
-def _seal_before_flush(session: Session, _context: Any, _instances: Any) -> None:
-    changed = [o for o in session.dirty if isinstance(o, Submission) and o.__dict__.get("sealed")]
-    if changed:
-        from mailroom.outbound.sealed_queue import seal_changes
-
-        session.info[_RESEALED] = seal_changes(session, changed)
-
-
-@event.listens_for(Session, "after_flush_postexec")
-def _clear_after_flush(session: Session, _context: Any) -> None:
-    from sqlalchemy.orm.attributes import set_committed_value
-
-    for submission, column, clear in session.info.pop(_RESEALED, ()):
-        set_committed_value(submission, column, clear)
+open_as_loaded(Submission, "mailroom.outbound.sealed_queue:open_loaded")
+seal_before_flush(Submission, "mailroom.outbound.sealed_queue:seal_changes")
 
 
 class FailedSend(Base):
