@@ -13,7 +13,10 @@ old one); the first pass that finds nothing left deletes the old versions
 from the store and marks the rotation done; before that, that last pass
 re-hashes the owner's blind search index (``crypto.blind_index``: tokens
 cannot be re-encrypted, so each sealed message is indexed again from its
-opened body), in batches as well. Until then both versions open
+opened body) and their lookup hashes (``crypto.lookup_rotation``: messages'
+Message-IDs, references and subject keys, contacts, and sealed submissions'
+``message_key`` through ``crypto.submission_keys``), in batches as well.
+Until then both versions open
 values (each value names its version). A backup made before still holds
 the old version, wrapped: see "Privacy at rest" in docs/architecture.md.
 """
