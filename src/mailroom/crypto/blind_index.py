@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from mailroom.crypto.blind_tokens import TOKEN_BYTES, BlindEntry, TokenKeys, token_word
-from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
+from mailroom.crypto.sealing import mail_cipher, require_cipher
 from mailroom.store.search import (
     OWNER_HAS_KEY,
     BlindTerms,
@@ -63,11 +63,6 @@ OWNER_HAS_SEALED_MAIL = (
 )
 
 RunQuery = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
-
-
-def seals_search(session: Session) -> bool:
-    """True when documents indexed in this session go to the blind index."""
-    return seals_new_mail(session)
 
 
 def token_word_of(token: int) -> str:

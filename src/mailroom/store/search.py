@@ -65,11 +65,12 @@ def index_documents(
     When the session seals new mail, the entry holds the blind index's token
     words instead of the words (``crypto.blind_index``); either replaces the other.
     """
-    from mailroom.crypto.blind_index import index_sealed_by_owner, seals_search
+    from mailroom.crypto.blind_index import index_sealed_by_owner
+    from mailroom.crypto.sealing import seals_new_mail
 
     if not documents:
         return
-    if seals_search(session):
+    if seals_new_mail(session):
         index_sealed_by_owner(session, documents, owner)
         return
     _index_clear(session, documents)
