@@ -280,6 +280,17 @@ def main() -> None:
         rate = statistics.median(n["messages"] / n["seconds"] for n in notmuch)
         summary["notmuch msg/s"] = rate
         print(f"notmuch new msg/s (median): {rate:.0f}")
+        # Each run's modes against its own `notmuch new`: a machine whose speed drifts
+        # between runs moves both sides of a pair alike.
+        for mode in MODES:
+            paired = [
+                row["msg_per_s"] / (n["messages"] / n["seconds"])
+                for row, n in zip(results[mode], notmuch, strict=True)
+            ]
+            summary[f"{mode} against notmuch, per run"] = paired
+            shown = ", ".join(f"{x:.2f}" for x in paired)
+            middle = statistics.median(paired)
+            print(f"{mode} against notmuch per run: {shown} (median {middle:.2f}x)")
     summary["runs"] = results
     print(json.dumps(summary))
 
