@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mailroom.mime import parse_message
-from mailroom.mime.pool import PARALLEL_FROM, ParsePool
+from mailroom.mime.pool import PARALLEL_FROM, WORKER_NICENESS, ParsePool
 from tests.mime.samples import all_samples, message
 
 ITEMS = [(raw, None) for raw in all_samples()] + [
@@ -58,6 +58,18 @@ def test_workers_make_blind_index_entries_like_the_calling_process() -> None:
     assert any(m.blind_entry and m.blind_entry[2] for m in parsed)
     other = parse_all(ITEMS, TokenKeys(3, os.urandom(32), os.urandom(32)))
     assert [m.blind_entry for m in other] != [m.blind_entry for m in inline]
+
+
+@pytest.mark.parametrize("yielding", [True, False])
+def test_workers_yield_the_cpu_to_the_caller_unless_it_waits_for_them(yielding: bool) -> None:
+    """Parse workers run at a lower priority than the writer; a lane (yielding=False) does not."""
+    mine = os.nice(0)
+    with ParsePool(PARALLEL_FROM, workers=1, yielding=yielding) as pool:
+        _wait_until_started(pool)
+        future = pool.call(os.nice, 0)
+        assert future is not None
+        theirs = future.result()
+    assert theirs == (min(mine + WORKER_NICENESS, 19) if yielding else mine)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
