@@ -42,14 +42,13 @@ looked up under every form, and what is found is mapped back. Without
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import TextClause, bindparam, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from mailroom.conversations.merger import ThreadMerger
-from mailroom.conversations.references import reference_chain
 from mailroom.mime import ParsedMessage
 from mailroom.store.chunks import in_chunks
 from mailroom.store.keys import id_key
@@ -82,12 +81,14 @@ _NAMING = text(
 
 
 def id_forms_of(
-    session: Session, user_id: int, messages: Iterable[ParsedMessage]
+    session: Session, user_id: int, messages: Iterable[tuple[ParsedMessage, Sequence[str]]]
 ) -> dict[str, str] | None:
     """Every stored form of these messages' Message-IDs and references → the id (sealed mail).
 
-    None when the store has no keys or every form is the id itself: threading then
-    compares stored values as they are, at no extra cost.
+    ``messages``: each parsed message with its reference chain
+    (``conversations.references.reference_chain``), made once by the caller when it
+    stored the references. None when the store has no keys or every form is the id
+    itself: threading then compares stored values as they are, at no extra cost.
     """
     from mailroom.crypto.message_fields import LookupKeys
     from mailroom.crypto.sealing import mail_cipher
@@ -95,10 +96,10 @@ def id_forms_of(
     if mail_cipher(session) is None:
         return None
     ids: set[str] = set()
-    for parsed in messages:
+    for parsed, chain in messages:
         if parsed.message_id:
             ids.add(id_key(parsed.message_id))
-        ids.update(reference_chain(parsed))
+        ids.update(chain)
     forms = LookupKeys(session, user_id).id_forms(ids)
     return None if all(form == clear for form, clear in forms.items()) else forms
 

@@ -203,10 +203,10 @@ def store_batch(
     documents: list[SearchDocument] = []
     for provider_id, message_id in created.items():
         item, parsed = parsed_by_id[provider_id]
-        stored.append(StoredMessage(message_id, item, parsed, digests[provider_id]))
+        chain = reference_chain(parsed)  # filtered and capped, see conversations.references
+        stored.append(StoredMessage(message_id, item, parsed, digests[provider_id], chain))
         if parsed.notes:
             result.repaired += 1
-        chain = reference_chain(parsed)  # filtered and capped, see conversations.references
         refs.extend(
             {"message_id": message_id, "ref": lookups.stored_id(ref), "position": pos}
             for pos, ref in enumerate(chain)

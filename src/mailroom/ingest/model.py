@@ -71,6 +71,8 @@ class StoredMessage:
     incoming: IncomingMessage
     parsed: ParsedMessage
     raw_sha256: str | None = None  # the key of the raw bytes (``messages.raw_sha256``)
+    # The ids it names for threading (``conversations.references.reference_chain``), clear.
+    references: list[str] = field(default_factory=list)
 
 
 @dataclass

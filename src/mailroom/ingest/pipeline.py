@@ -300,7 +300,8 @@ class ThreadStage:
         from mailroom.conversations.threader import BatchThreader, id_forms_of
 
         session = batch.session
-        forms = id_forms_of(session, batch.user_id, [item.parsed for item in batch.messages])
+        chains = [(item.parsed, item.references) for item in batch.messages]
+        forms = id_forms_of(session, batch.user_id, chains)
         threader = BatchThreader(session, batch.user_id, forms)
         threaded: list[int] = []
         merged: set[int] = set()
