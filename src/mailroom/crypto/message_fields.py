@@ -201,27 +201,19 @@ def open_loaded(
             set_committed_value(message, column, value)
 
 
-def seal_changes(session: Session, messages: Iterable[Message]) -> list[tuple[Message, str, Any]]:
+def seal_changes(session: Session, messages: Iterable[Message]) -> list[tuple[Any, str, Any]]:
     """Seal the changed mail columns of sealed messages before a flush writes them.
 
     Returns what was replaced, so the clear values can be put back after the flush.
     """
-    from sqlalchemy import inspect
+    from mailroom.store.models.sealed_rows import reseal_changed
 
-    replaced: list[tuple[Message, str, Any]] = []
-    for message in messages:
-        if not message.sealed or message.id is None:
-            continue
-        state = inspect(message)
-        for column in SEALED_COLUMNS:
-            history = state.attrs[column].history
-            if not history.has_changes():
-                continue
-            clear = getattr(message, column)
-            cipher = require_cipher(session, _WHAT)
-            setattr(message, column, seal_value(cipher, message.user_id, message.id, column, clear))
-            replaced.append((message, column, clear))
-    return replaced
+    def seal(message: Message, changed: dict[str, Any]) -> dict[str, Any]:
+        cipher = require_cipher(session, _WHAT)
+        owner, row_id = message.user_id, message.id
+        return {c: seal_value(cipher, owner, row_id, c, v) for c, v in changed.items()}
+
+    return reseal_changed(messages, SEALED_COLUMNS, seal)
 
 
 def seal_inserted(

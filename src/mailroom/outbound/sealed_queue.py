@@ -201,27 +201,14 @@ def open_loaded(
             set_committed_value(submission, column, value)
 
 
-def seal_changes(
-    session: Session, submissions: Iterable[Submission]
-) -> list[tuple[Submission, str, Any]]:
+def seal_changes(session: Session, submissions: Iterable[Submission]) -> list[tuple[Any, str, Any]]:
     """Seal the changed sealed columns of sealed submissions before a flush writes them.
 
     Returns what was replaced, so the clear values can be put back after the flush.
     """
-    from sqlalchemy import inspect
+    from mailroom.store.models.sealed_rows import reseal_changed
 
-    replaced: list[tuple[Submission, str, Any]] = []
-    for submission in submissions:
-        if not submission.sealed or submission.id is None:
-            continue
-        state = inspect(submission)
-        changed = {
-            column: getattr(submission, column)
-            for column in SEALED_COLUMNS[SUBMISSIONS]
-            if state.attrs[column].history.has_changes()
-        }
-        sealed = seal_values(session, submission.user_id, SUBMISSIONS, submission.id, changed)
-        for column, clear in changed.items():
-            setattr(submission, column, sealed[column])
-            replaced.append((submission, column, clear))
-    return replaced
+    def seal(submission: Submission, changed: dict[str, Any]) -> dict[str, Any]:
+        return seal_values(session, submission.user_id, SUBMISSIONS, submission.id, changed)
+
+    return reseal_changed(submissions, SEALED_COLUMNS[SUBMISSIONS], seal)

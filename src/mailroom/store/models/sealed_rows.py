@@ -8,14 +8,15 @@ loading the models never loads the crypto layer:
 * ``open(row, session, attrs)`` opens a sealed row in place as it loads, or
   the ``attrs`` of it being refreshed (all when None);
 * ``seal(session, rows)`` seals the changed sealed columns of dirty sealed rows
-  before a flush and returns ``(row, column, clear value)`` for each, which are
-  put back once the flush has written the sealed ones.
+  before a flush (:func:`reseal_changed` does the bookkeeping) and returns
+  ``(row, column, clear value)`` for each, which are put back once the flush has
+  written the sealed ones.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import event
@@ -60,3 +61,29 @@ def seal_before_flush(model: type[Base], sealer: str) -> None:
 
         for row, column, clear in session.info.pop(replaced, ()):
             set_committed_value(row, column, clear)
+
+
+def reseal_changed(
+    rows: Iterable[Any],
+    columns: Sequence[str],
+    seal: Callable[[Any, dict[str, Any]], Mapping[str, Any]],
+) -> list[tuple[Any, str, Any]]:
+    """Put sealed values in place of the changed ``columns`` of each stored sealed row.
+
+    ``seal(row, changed)`` gets the row's changed columns with their clear values and
+    returns them sealed. Returns ``(row, column, clear value)`` of each replaced value.
+    """
+    from sqlalchemy import inspect
+
+    replaced: list[tuple[Any, str, Any]] = []
+    for row in rows:
+        if not row.sealed or row.id is None:
+            continue
+        state = inspect(row)
+        changed = {c: getattr(row, c) for c in columns if state.attrs[c].history.has_changes()}
+        if not changed:
+            continue
+        for column, sealed in seal(row, changed).items():
+            replaced.append((row, column, changed[column]))
+            setattr(row, column, sealed)
+    return replaced
