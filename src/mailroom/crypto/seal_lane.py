@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # One value to seal: table, column, row id, clear value.
-SealJob = tuple[str, str, "int | str", "str | bytes"]
+SealJob = tuple[str, str, int | str, str | bytes]
 
 
 class Lane(Protocol):
@@ -59,22 +59,21 @@ def sealing_lane(lane: Lane) -> Iterator[None]:
         _lane.reset(token)
 
 
-def seal_texts(key: DataKey, jobs: Sequence[SealJob]) -> list[str]:
-    """The jobs' values sealed under ``key``, as ``mrf1.`` text (runs in the helper)."""
-    seal = key_sealer(key)
-    return [to_text(seal(table, column, row, value)) for table, column, row, value in jobs]
-
-
 def seal_tokens(key: DataKey, jobs: Sequence[SealJob]) -> list[bytes]:
     """The jobs' values sealed under ``key``, as bytes for a binary column (in the helper)."""
     seal = key_sealer(key)
     return [seal(table, column, row, value) for table, column, row, value in jobs]
 
 
+def seal_texts(key: DataKey, jobs: Sequence[SealJob]) -> list[str]:
+    """The jobs' values sealed under ``key``, as ``mrf1.`` text (runs in the helper)."""
+    return [to_text(token) for token in seal_tokens(key, jobs)]
+
+
 class SealedSoon(Generic[Sealed]):
     """The sealed values of a list of jobs, being made in the lane or made here already.
 
-    ``seal``: :func:`seal_texts` (the default: text columns) or :func:`seal_tokens`.
+    ``seal``: :func:`seal_texts` for text columns, :func:`seal_tokens` for binary ones.
     """
 
     def __init__(

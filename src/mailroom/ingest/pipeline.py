@@ -108,7 +108,7 @@ class RawStage:
     the same transaction); this stage stores the bytes once per digest. Sealed
     mail's key is the owner's keyed hash of the digest (``ingest.batch``) and
     its bytes are sealed under that key (``crypto.mail_writing``), in the
-    import's sealing lane if there is one, and written by the ``sealed`` stage.
+    import's sealing lane if there is one, and written by the ``sealed_bulk`` stage.
     """
 
     name = "raw"
