@@ -27,8 +27,10 @@ rebuilt as ingest made them:
 A row already under the new version hashes to itself and is not written, so a
 batch repeated after a kill changes nothing twice.
 
-After the messages, the same pass re-hashes the idempotency keys of the owner's
-sealed submissions (``crypto.submission_keys``), with progress of its own.
+After the messages, the same pass re-hashes the keyed IMAP provider ids of the
+owner's messages (``crypto.provider_id_rotation``) and the idempotency keys of
+their sealed submissions (``crypto.submission_keys``), each with progress of
+its own.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from mailroom.conversations.subject import normalized_subject
 from mailroom.crypto.fields import FieldCipher
 from mailroom.crypto.mail_reading import columns_of
 from mailroom.crypto.message_fields import ID_KIND, SUBJECT_KEY_CHARS, SUBJECT_KIND, open_rows
+from mailroom.crypto.provider_id_rotation import rehash_provider_ids
 from mailroom.crypto.sealing import require_cipher
 from mailroom.crypto.submission_keys import rehash_submission_keys
 from mailroom.store.chunks import in_chunks
@@ -64,10 +67,13 @@ def rehash_lookups(
     """The next batch of the owner's lookup columns re-hashed; True when all are.
 
     ``progress`` is the rotation's: :data:`PROGRESS_KEY` holds the last message id
-    done (-1 once finished; absent when the owner has no sealed mail); the sealed
-    submissions' keys follow the messages (``crypto.submission_keys``).
+    done (-1 once finished; absent when the owner has no sealed mail); the keyed
+    provider ids (``crypto.provider_id_rotation``) and the sealed submissions' keys
+    (``crypto.submission_keys``) follow the messages.
     """
     if not _rehash_messages(session, owner, progress, batch):
+        return False
+    if not rehash_provider_ids(session, owner, progress, batch):
         return False
     return rehash_submission_keys(session, owner, progress, batch)
 

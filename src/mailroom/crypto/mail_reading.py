@@ -33,6 +33,7 @@ from mailroom.crypto.mail_writing import (
 )
 from mailroom.crypto.sealing import require_cipher
 from mailroom.errors import SealedWithoutKeys
+from mailroom.mime.msgids import normalize_message_id
 from mailroom.store.models import Blob, Message, MessageBody
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "bodies_of",
     "columns_of",
     "body_of",
+    "header_message_ids",
     "open_body",
     "open_column",
     "raw_message",
@@ -172,6 +174,25 @@ def columns_of(
             column: open_column(session, user, message_id, column, value, sealed)
             for column, value in zip(columns, row[3:], strict=True)
         }
+    return found
+
+
+def header_message_ids(
+    session: Session, message_ids: Iterable[int], owner: int | None = None
+) -> dict[int, str]:
+    """The normalized Message-ID of each message's stored header list, by message id.
+
+    For a sealed message the one place its clear Message-ID is kept (its look-up
+    columns and IMAP provider id hold keyed hashes); messages without one are left out.
+    """
+    found: dict[int, str] = {}
+    for message_id, columns in columns_of(session, message_ids, ["headers"], owner).items():
+        for entry in columns.get("headers") or []:
+            if len(entry) == 2 and str(entry[0]).lower() == "message-id":
+                value = normalize_message_id(str(entry[1] or ""))
+                if value:
+                    found[message_id] = value
+                break
     return found
 
 

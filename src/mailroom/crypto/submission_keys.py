@@ -26,11 +26,12 @@ import logging
 from collections.abc import MutableMapping
 from typing import Any
 
-from sqlalchemy import bindparam, select, tuple_, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.message_fields import ID_KIND
 from mailroom.crypto.sealing import require_cipher
+from mailroom.crypto.unique_rewrite import rewrite_unique
 from mailroom.outbound.sealed_queue import SUBMISSIONS, read_value
 from mailroom.store.keys import id_key
 from mailroom.store.models import Submission
@@ -80,39 +81,6 @@ def _rehash_batch(session: Session, owner: int, after: int, batch: int) -> int |
         if row.message_key != fresh and row.message_key in cipher.lookup_hashes(
             owner, ID_KIND, clear
         ):
-            changes.append({"b_id": row.id, "b_account": row.account_id, "b_key": fresh})
-    _write(session, changes)
+            changes.append({"b_id": row.id, "b_account": row.account_id, "b_value": fresh})
+    rewrite_unique(session, "submissions", "message_key", changes, "submission")
     return int(rows[-1].id)
-
-
-def _write(session: Session, changes: list[dict[str, Any]]) -> None:
-    """Write the new keys, but none another row of the same account holds already."""
-    if not changes:
-        return
-    wanted = [(c["b_account"], c["b_key"]) for c in changes]
-    held = session.execute(
-        select(Submission.account_id, Submission.message_key).where(
-            tuple_(Submission.account_id, Submission.message_key).in_(wanted)
-        )
-    )
-    taken = {(int(account), str(key)) for account, key in held}
-    free: list[dict[str, Any]] = []
-    for change in changes:
-        wanted_key = (change["b_account"], change["b_key"])
-        if wanted_key in taken:
-            log.warning(
-                "Key rotation: submission %s keeps its old key; another of its account holds "
-                "the new one (the same message, queued twice as the rotation began)",
-                change["b_id"],
-            )
-            continue
-        taken.add(wanted_key)
-        free.append(change)
-    if free:
-        table = Submission.__table__
-        session.connection().execute(
-            update(table)  # type: ignore[arg-type]
-            .where(table.c.id == bindparam("b_id"))
-            .values(message_key=bindparam("b_key")),
-            free,
-        )

@@ -22,6 +22,7 @@ label/unlabel  add / remove a user label
 snooze         remove Inbox, add Snoozed, store the wake time on the thread
 wake           remove Snoozed, add Inbox, mark the newest message unread
 delete_forever remove the message; its pending change keeps the provider id
+               (and a sealed message's Message-ID, sealed: ``labels.sealed_deletes``)
 ============== ==========================================================
 
 Invariant: every operation that adds or removes *some* labels leaves a
@@ -52,10 +53,12 @@ from typing import Any
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
+from mailroom.crypto.mail_reading import header_message_ids
 from mailroom.errors import NotFoundError
 from mailroom.labels.keywords import FLAGGED, SEEN, stored_keywords
 from mailroom.labels.propagation import wake_after_commit
 from mailroom.labels.resolver import system_label
+from mailroom.labels.sealed_deletes import seal_message_ids
 from mailroom.store import changelog
 from mailroom.store.models import (
     Folder,
@@ -275,12 +278,27 @@ class Operations:
         if not ids:
             return []
         rows = self.session.execute(
-            select(Message.id, Message.account_id, Message.provider_id, Message.thread_id).where(
-                Message.id.in_(ids)
-            )
+            select(
+                Message.id,
+                Message.account_id,
+                Message.provider_id,
+                Message.thread_id,
+                Message.sealed,
+            ).where(Message.id.in_(ids))
         ).all()
         labels = self._labels_of(ids)
-        self._queue_changes(rows, "delete", {"delete": True})
+        payload = {"delete": True}
+        changes = self._queue_changes(rows, "delete", payload, ids_back=True)
+        sealed = [row.id for row in rows if row.sealed]
+        if sealed:
+            # Its provider id may be a keyed hash: the propagator searches by this instead.
+            header_ids = header_message_ids(self.session, sealed, self.user_id)
+            seal_message_ids(
+                self.session,
+                self.user_id,
+                payload,
+                {changes[m]: header_ids[m] for m in sealed if m in header_ids and m in changes},
+            )
         threads = {row.thread_id for row in rows if row.thread_id is not None}
         self.session.execute(delete(Message).where(Message.id.in_(ids)))
         changelog.record(self.session, self.user_id, "Email", ids, "destroyed")
@@ -448,7 +466,11 @@ class Operations:
         existing = self.session.scalars(select(Thread.id).where(Thread.id.in_(thread_ids)))
         changelog.record(self.session, self.user_id, "Thread", sorted(existing), "updated")
 
-    def _queue_changes(self, rows: Sequence[Any], operation: str, payload: dict[str, Any]) -> None:
+    def _queue_changes(
+        self, rows: Sequence[Any], operation: str, payload: dict[str, Any], ids_back: bool = False
+    ) -> dict[int, int]:
+        """Insert a pending change per message; with ``ids_back``, message id → its change's id
+        (RETURNING only then: bulk label changes of many messages need none)."""
         entries = [
             {
                 "account_id": row.account_id,
@@ -463,6 +485,13 @@ class Operations:
             }
             for row in rows
         ]
-        if entries:
+        if not entries:
+            return {}
+        wake_after_commit(self.session, {row.account_id for row in rows})
+        if not ids_back:
             self.session.execute(insert(PendingChange), entries)
-            wake_after_commit(self.session, {row.account_id for row in rows})
+            return {}
+        inserted = self.session.execute(
+            insert(PendingChange).returning(PendingChange.id, PendingChange.message_id), entries
+        )
+        return {int(mid): int(change) for change, mid in inserted if mid is not None}

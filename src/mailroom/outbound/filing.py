@@ -13,10 +13,12 @@ as ``sent``. In one transaction, each step safe to repeat:
    already stripped) stored through the ingest path
    (:func:`mailroom.ingest.batch.store_batch`: bodies, search, the "created"
    change, threading by In-Reply-To/References, rules) in the account's Sent,
-   read. Its provider id is the IMAP one (``mid:<Message-ID>:<size>``,
-   :mod:`mailroom.providers.imap.identity`), so ``UNIQUE(provider_id,
-   account_id)`` makes a second run find the first copy instead of storing
-   another, and the next IMAP sync recognises the appended copy as this one.
+   read. Its provider id is the IMAP one (``mid:<Message-ID>:<size>``, or its
+   keyed form for an owner whose mail is sealed,
+   :mod:`mailroom.providers.imap.namer`), so a second run finds the first copy
+   under any form of that id (and ``UNIQUE(provider_id, account_id)`` under
+   its own) instead of storing another, and the next IMAP sync recognises the
+   appended copy as this one.
 2. **The provider's Sent folder.** A new copy gets the pending change
    ``append`` (:func:`mailroom.jmap.stored_email.queue_append`): the IMAP
    propagator APPENDs it to the Sent folder, finds it there by Message-ID
@@ -51,12 +53,14 @@ from sqlalchemy.orm import Session
 from mailroom.crypto.mail_reading import open_blob
 from mailroom.crypto.message_fields import LookupKeys
 from mailroom.ingest.batch import store_batch
+from mailroom.ingest.mirror import known_messages
 from mailroom.ingest.model import BatchResult, IncomingMessage
 from mailroom.ingest.steps import run_steps
 from mailroom.labels.operations import Operations
 from mailroom.mime import ParsedMessage, parse_message
 from mailroom.outbound.queueing import record_submission_change
-from mailroom.providers.imap.identity import hash_id, provider_id
+from mailroom.providers.imap.identity import hash_id
+from mailroom.providers.imap.namer import ImapNamer
 from mailroom.providers.registry import files_sent_mail
 from mailroom.store.engine import Store
 from mailroom.store.keys import id_key
@@ -147,7 +151,12 @@ def _store_copy(
     from mailroom.jmap.stored_email import queue_append  # jmap imports outbound, not back
 
     raw = sent.raw
-    key = provider_id(parsed.message_id, len(raw)) or hash_id(raw)
+    forms = ImapNamer.of(session, sent.user_id).forms(parsed.message_id, len(raw))
+    forms = forms or [hash_id(raw)]
+    filed = _filed(session, sent.account.id, forms)
+    if filed is not None:
+        return filed, None
+    key = forms[0]
     ops = Operations(session, sent.user_id)
     item = IncomingMessage(
         provider_id=key,
@@ -162,10 +171,14 @@ def _store_copy(
         (message_id,) = result.created_ids
         queue_append(session, sent.account, message_id, key)
         return message_id, result
-    message_id = session.scalars(
-        select(Message.id).where(Message.account_id == sent.account.id, Message.provider_id == key)
-    ).one()
-    return message_id, None
+    found = _filed(session, sent.account.id, forms)
+    assert found is not None, "the Sent copy is neither new nor stored"
+    return found, None
+
+
+def _filed(session: Session, account_id: int, forms: list[str]) -> int | None:
+    """The Sent copy stored under one of these forms of its provider id, if there is one."""
+    return min(known_messages(session, account_id, forms).values(), default=None)
 
 
 def _mark_answered(

@@ -35,6 +35,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from mailroom.ingest.mirror import known_messages
 from mailroom.ingest.model import IncomingMessage
 from mailroom.jmap import ids
 from mailroom.jmap.blobs import read_blob
@@ -54,8 +55,9 @@ from mailroom.jmap.stored_email import (
 from mailroom.labels.keywords import SEEN
 from mailroom.mime.compose import ComposeError, Mailbox, compose
 from mailroom.mime.msgids import normalize_message_id
-from mailroom.providers.imap.identity import hash_id, provider_id
-from mailroom.store.models import Account, Identity, Message, utcnow
+from mailroom.providers.imap.identity import hash_id
+from mailroom.providers.imap.namer import ImapNamer
+from mailroom.store.models import Account, Identity, utcnow
 
 __all__ = ["EmailCreator", "create_emails"]
 
@@ -75,21 +77,24 @@ class EmailCreator(NewEmails):
             raise FormError(set_error("invalidProperties", str(exc), props)) from None
         raw = composed.raw
         mid = normalize_message_id(f"<{composed.message_id}>")
+        # Stored under the owner's name for it, and refused when stored under any form.
+        forms = ImapNamer.of(self.session, self.user_id).forms(mid, len(raw)) or [hash_id(raw)]
         item = IncomingMessage(
-            provider_id=provider_id(mid, len(raw)) or hash_id(raw),
+            provider_id=forms[0],
             raw=raw,
             label_ids=labels,
             received_at=form.received_at or utcnow().replace(microsecond=0),
             seen=SEEN in form.keywords,
         )
-        result = store_email(self.session, account.id, self.user_id, item, form.keywords)
+        stored = known_messages(self.session, account.id, forms)
+        result = (
+            None
+            if stored
+            else store_email(self.session, account.id, self.user_id, item, form.keywords)
+        )
         if result is None:
             error = set_error("alreadyExists", "An email with this Message-ID and size exists.")
-            existing = self.session.scalar(
-                select(Message.id).where(
-                    Message.account_id == account.id, Message.provider_id == item.provider_id
-                )
-            )
+            existing = min(known_messages(self.session, account.id, forms).values(), default=None)
             error["existingId"] = ids.email_id(existing) if existing is not None else None
             raise FormError(error)
         (message_id,) = result.created_ids

@@ -11,16 +11,18 @@ client's order; an IMAP account's INBOX for the inbox, the folder of a user
 label), else the next mailbox's; with none, the user's ``JMAP`` account
 (provider ``jmap``: nothing syncs or propagates it). In a provider account
 the provider id is the one its sync will compute for the same bytes
-(``mid:<Message-ID>:<size>``, else the SHA-256 of the bytes;
-``providers.imap.identity``) and a pending change ``append`` carries the
-email to the server (IMAP APPEND into that folder, ``providers.imap.append``),
-so the next sync recognises it instead of storing it again. In ``JMAP`` the
+(``mid:<Message-ID>:<size>``, or its keyed form for an owner whose mail is
+sealed, else the SHA-256 of the bytes; ``providers.imap.namer``) and a
+pending change ``append`` carries the email to the server (IMAP APPEND into
+that folder, ``providers.imap.append``), so the next sync recognises it
+instead of storing it again. In ``JMAP`` the
 provider id is ``jmap-import:<SHA-256 of the bytes>``.
 
 Exactly once: ``UNIQUE(provider_id, account_id)`` lets the same bytes into an
 account once, also under concurrent requests (``INSERT … ON CONFLICT DO
 NOTHING``, no check-then-insert); an import whose bytes already are an Email
-of the user under either provider id, in any account, is refused first. A
+of the user under any of these provider ids (every form of the IMAP one:
+clear, or keyed under any key version), in any account, is refused first. A
 second import is ``alreadyExists`` with ``existingId`` (RFC 8621 §4.8 lets a
 server forbid two Emails with the same content, or just the same
 Message-ID, and then requires that error); its savepoint is rolled back, so it
@@ -62,7 +64,8 @@ from mailroom.jmap.stored_email import (
 from mailroom.labels.keywords import SEEN, parse_keyword
 from mailroom.mime import ParsedMessage, parse_message
 from mailroom.mime.msgids import normalize_message_id
-from mailroom.providers.imap.identity import hash_id, provider_id
+from mailroom.providers.imap.identity import hash_id
+from mailroom.providers.imap.namer import ImapNamer
 from mailroom.store.models import Account, Folder, Message
 from mailroom.store.models.base import utcnow
 
@@ -133,11 +136,15 @@ class EmailImporter(NewEmails):
                     return account
         return jmap_account(self.session, self.user_id)
 
-    def _identities(self, data: bytes, parsed: ParsedMessage) -> tuple[str, str]:
-        """(provider id in a provider account, provider id in ``JMAP``) of these bytes."""
+    def _identities(self, data: bytes, parsed: ParsedMessage) -> tuple[list[str], str]:
+        """(provider ids in a provider account, provider id in ``JMAP``) of these bytes.
+
+        The first provider account id is the one a new message is stored under (keyed for
+        an owner whose mail is sealed); the others are the forms it may be stored under.
+        """
         message_id = normalize_message_id(f"<{parsed.message_id}>") if parsed.message_id else None
-        native = provider_id(message_id, len(data)) or hash_id(data)
-        return native, PROVIDER_ID_PREFIX + hashlib.sha256(data).hexdigest()
+        native = ImapNamer.of(self.session, self.user_id).forms(message_id, len(data))
+        return native or [hash_id(data)], PROVIDER_ID_PREFIX + hashlib.sha256(data).hexdigest()
 
     def _mailboxes(self, value: object, keywords: set[str]) -> list[int]:
         try:
@@ -177,8 +184,8 @@ class EmailImporter(NewEmails):
             received_at = utcnow()  # RFC 8621: the time of import when there is no Received
         native, imported = self._identities(data, parsed)
         account = self.owner(mailboxes)
-        pid = imported if account.provider == JMAP_PROVIDER else native
-        existing = self._existing([native, imported])
+        pid = imported if account.provider == JMAP_PROVIDER else native[0]
+        existing = self._existing([*native, imported])
         if existing is not None:
             raise _already_exists(existing)
         item = IncomingMessage(

@@ -21,7 +21,11 @@ propagation applies. The steps, each safe to repeat:
 4. the new UID (APPENDUID, else a search by Message-ID) becomes the message's
    location in the transaction that marks the changes done (the outcome's
    ``record``). The next sync sees a message it already knows: its provider
-   id is the IMAP one (``mid:<Message-ID>:<size>``), so nothing is stored twice.
+   id is the IMAP one (``mid:<Message-ID>:<size>``, or its keyed form for an
+   owner whose mail is sealed: :mod:`.namer`), so nothing is stored twice.
+
+The Message-ID searched for comes from the stored bytes, never from the
+provider id (a keyed id cannot be read back).
 
 Gmail (``X-GM-EXT-1``) is different: the message must end up with Gmail's id and
 its All Mail location (:mod:`.gmail_append`).
@@ -46,8 +50,9 @@ from mailroom.providers.imap.discovery import discover, folder_role, syncable
 from mailroom.providers.imap.fetcher import fetch_envelopes
 from mailroom.providers.imap.gmail_append import append_to_gmail
 from mailroom.providers.imap.gmail_ext import speaks_gmail
-from mailroom.providers.imap.identity import parse_provider_id
+from mailroom.providers.imap.identity import message_id_of_raw
 from mailroom.providers.imap.mirror import flag_of
+from mailroom.providers.imap.namer import ImapNamer
 from mailroom.store.engine import Store
 from mailroom.store.models import Blob, Folder, Message, MessageLabel, MessageLocation
 
@@ -70,6 +75,12 @@ class _Draft:
     flags: tuple[str, ...]
     received_at: datetime
     labels: frozenset[int]
+    namer: ImapNamer  # the owner's: how the provider id was made
+
+    @property
+    def header_id(self) -> str | None:
+        """The clear Message-ID of the bytes (what the server searches)."""
+        return message_id_of_raw(self.raw)
 
 
 def append_unplaced(
@@ -147,6 +158,7 @@ def _load(session: Session, scope: AccountScope, message_id: int) -> _Draft | No
         tuple(flags),
         row.received_at,
         labels,
+        ImapNamer.of(session, scope.user_id),
     )
 
 
@@ -205,7 +217,7 @@ def _discovered_target(
 
 def _find(conn: ImapConnection, path: str, draft: _Draft) -> tuple[int, int] | None:
     """(UIDVALIDITY, UID) of this very message already in the folder, if it is there."""
-    mid, _size = parse_provider_id(draft.provider_id)
+    mid = draft.header_id
     if mid is None:
         return None
     status = conn.select(path, readonly=True)
@@ -213,7 +225,9 @@ def _find(conn: ImapConnection, path: str, draft: _Draft) -> tuple[int, int] | N
     if not candidates:
         return None
     envelopes, _failed = fetch_envelopes(conn, candidates)
-    uids = sorted(uid for uid, env in envelopes.items() if env.provider_id == draft.provider_id)
+    uids = sorted(
+        uid for uid, env in envelopes.items() if draft.provider_id in env.provider_ids(draft.namer)
+    )
     return (status.uidvalidity, uids[0]) if uids else None
 
 

@@ -22,9 +22,11 @@ without a location after a full sync is deleted (:func:`.mirror.delete_orphans`)
 
 **UIDVALIDITY change** (:func:`remap_folder`): every stored UID of the folder is
 void. An envelope scan of the folder recognises the messages already stored by
-Message-ID and size and re-maps their locations — nothing is downloaded again,
-nothing is duplicated — and the marks restart as on first contact, so what was
-not recognised is history for the importer.
+Message-ID and size (under any form of their provider id: clear, or the
+owner's keyed hash under any key version, :mod:`.namer`) and re-maps their
+locations — nothing is downloaded again, nothing is duplicated — and the
+marks restart as on first contact, so what was not recognised is history for
+the importer.
 
 Flags and expunges of one scan are written in one transaction together with the
 new ``highest_modseq``, so a crash never skips a change.
@@ -37,18 +39,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import update
 
-from mailroom.ingest.mirror import (
-    AccountScope,
-    ChangeSet,
-    known_messages,
-    located,
-    remove_locations,
-)
+from mailroom.ingest.mirror import AccountScope, ChangeSet, located, remove_locations
 from mailroom.providers.imap.connection import FolderStatus, ImapConnection
-from mailroom.providers.imap.fetcher import fetch_envelopes
+from mailroom.providers.imap.fetcher import fetch_envelopes, known_envelopes
 from mailroom.providers.imap.gmail_ext import LABELS_ITEM, labels_of, speaks_gmail
 from mailroom.providers.imap.gmail_labels import label_ids, mirror_labels
 from mailroom.providers.imap.mirror import add_locations, apply_flags, normalize_flags
+from mailroom.providers.imap.namer import ImapNamer
 from mailroom.providers.imap.state import FolderMarks, mark_import
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder
@@ -171,13 +168,10 @@ def remap_folder(
         found, _failed = fetch_envelopes(conn, uids[start : start + ENVELOPE_CHUNK])
         envelopes.update(found)
     with store.session() as session:
-        known = known_messages(
-            session, scope.account_id, [e.provider_id for e in envelopes.values() if e.provider_id]
-        )
+        namer = ImapNamer.of(session, scope.user_id)
+        known = known_envelopes(session, scope.account_id, namer, envelopes.values())
         matched = [
-            (known[e.provider_id], uid, e.flags)
-            for uid, e in sorted(envelopes.items())
-            if e.provider_id is not None and e.provider_id in known
+            (known[uid], uid, e.flags) for uid, e in sorted(envelopes.items()) if uid in known
         ]
         changes = ChangeSet()
         remove_locations(session, scope, changes, folder_id)

@@ -3,10 +3,12 @@
 For a page (at most 50 UIDs of one folder):
 
 1. an *envelope* fetch (UID, FLAGS, INTERNALDATE, RFC822.SIZE, the Message-ID
-   header) gives each message's provider id (:mod:`.identity`) without its body;
-2. messages already stored (moved here, copied here, re-numbered by a UIDVALIDITY
-   change) are only *re-located*: a location row, the folder's label, the flags —
-   they are never downloaded again;
+   header) gives each message's provider id (:mod:`.identity`) without its body,
+   named in this process by the owner's :class:`~.namer.ImapNamer` (keyed when
+   their mail is sealed; envelopes come from a look-ahead worker without keys);
+2. messages already stored under any form of their id (moved here, copied here,
+   re-numbered by a UIDVALIDITY change) are only *re-located*: a location row,
+   the folder's label, the flags — they are never downloaded again;
 3. the rest is downloaded (``BODY.PEEK[]``, in chunks of at most 16 MiB), and
    stored through :func:`mailroom.ingest.commit_batch` — raw bytes kept, pipeline
    run, exactly once by the (account, provider id) constraint — in one
@@ -22,7 +24,7 @@ message's fault: it propagates and costs no attempt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,7 +44,6 @@ from mailroom.providers.imap.identity import (
     MESSAGE_ID_KEY,
     hash_id,
     message_id_from_header,
-    provider_id,
 )
 from mailroom.providers.imap.mirror import (
     FLAGGED,
@@ -51,6 +52,7 @@ from mailroom.providers.imap.mirror import (
     keywords_of,
     normalize_flags,
 )
+from mailroom.providers.imap.namer import ImapNamer
 from mailroom.providers.imap.state import MAX_ATTEMPTS, FolderMarks
 from mailroom.store.engine import Store
 from mailroom.store.models import SkippedMessage
@@ -60,6 +62,7 @@ __all__ = [
     "MessageAbortError",
     "PageOutcome",
     "fetch_envelopes",
+    "known_envelopes",
     "run_page",
     "settle_failures",
     "store_page",
@@ -98,12 +101,32 @@ class Envelope:
             (self.uid, self.size, self.message_id, self.flags, self.internaldate, self.gmail),
         )
 
-    @property
-    def provider_id(self) -> str | None:
-        """Gmail's X-GM-MSGID, else from the Message-ID (else the body decides)."""
+    def provider_id(self, namer: ImapNamer) -> str | None:
+        """Gmail's X-GM-MSGID, else from the Message-ID (else the body decides), as
+        ``namer`` names new mail."""
         if self.gmail is not None:
             return self.gmail.provider_id
-        return provider_id(self.message_id, self.size)
+        return namer.name(self.message_id, self.size)
+
+    def provider_ids(self, namer: ImapNamer) -> list[str]:
+        """Every provider id this message may be stored under (none: the body decides)."""
+        if self.gmail is not None:
+            return [self.gmail.provider_id]
+        return namer.forms(self.message_id, self.size)
+
+
+def known_envelopes(
+    session: Session, account_id: int, namer: ImapNamer, envelopes: Iterable[Envelope]
+) -> dict[int, int]:
+    """UID → stored message id of the envelopes stored already, under any form of their id."""
+    forms = {env.uid: env.provider_ids(namer) for env in envelopes}
+    known = known_messages(session, account_id, [f for found in forms.values() for f in found])
+    located: dict[int, int] = {}
+    for uid, found in forms.items():
+        hit = next((known[form] for form in found if form in known), None)
+        if hit is not None:
+            located[uid] = hit
+    return located
 
 
 @dataclass
@@ -322,9 +345,8 @@ def store_page(
 
     label_id = scope.folder_labels.get(folder_id)
     with store.session() as session:
-        known = known_messages(
-            session, scope.account_id, [e.provider_id for e in envelopes.values() if e.provider_id]
-        )
+        namer = ImapNamer.of(session, scope.user_id)
+        known = known_envelopes(session, scope.account_id, namer, envelopes.values())
         # Gmail: the labels X-GM-LABELS gives; a message in All Mail (no folder label)
         # without any is archived.
         known_labels: dict[str, int | None] = {}
@@ -344,9 +366,8 @@ def store_page(
     to_download: list[Envelope] = []
     for uid in sorted(envelopes):
         env = envelopes[uid]
-        pid = env.provider_id
-        if pid is not None and pid in known:
-            relocations.append((known[pid], uid, env.flags))
+        if uid in known:
+            relocations.append((known[uid], uid, env.flags))
             relocated_uids.append(uid)
         else:
             to_download.append(env)
@@ -362,7 +383,7 @@ def store_page(
         raw = bodies.get(env.uid)
         if raw is None:
             continue
-        pid = env.provider_id
+        pid = env.provider_id(namer)
         if pid is None:
             pid = hash_id(raw)
             hashed[pid] = env.uid
@@ -455,28 +476,16 @@ def settle_failures(
     """
     marks.clear(outcome.handled)
     retry: set[int] = set()
-    give_up: list[dict[str, Any]] = []
+    given_up: list[tuple[int, str, int]] = []
     for uid, reason in sorted(outcome.failed.items()):
         attempts = marks.fail(uid)
         if attempts < MAX_ATTEMPTS:
             retry.add(uid)
             continue
-        env = outcome.envelopes.get(uid)
         marks.failures.pop(uid, None)
         marks.given_up.add(uid)
         outcome.handled.add(uid)
-        give_up.append(
-            {
-                "account_id": scope.account_id,
-                "provider_id": (env.provider_id if env else None)
-                or f"uid:{folder_path}:{uidvalidity}:{uid}",
-                "kind": "unstorable",
-                "reason": f"{reason} (gave up after {attempts} attempts)"[:2000],
-                "labels": [folder_path],
-                "headers": {"message-id": env.message_id or ""} if env else {},
-                "created_at": datetime.now(UTC),
-            }
-        )
+        given_up.append((uid, reason, attempts))
         log.warning(
             "Giving up on UID %s of %s (account %s) after %d attempts: %s",
             uid,
@@ -485,12 +494,42 @@ def settle_failures(
             attempts,
             reason,
         )
-    if give_up:
+    if given_up:
         with store.session() as session:
+            namer = ImapNamer.of(session, scope.user_id)
+            where = (scope, folder_path, uidvalidity, namer)
+            rows = [
+                _skipped(*where, uid, outcome.envelopes.get(uid), reason, attempts)
+                for uid, reason, attempts in given_up
+            ]
             session.execute(
-                insert_for(session, SkippedMessage).values(give_up).on_conflict_do_nothing()
+                insert_for(session, SkippedMessage).values(rows).on_conflict_do_nothing()
             )
     return retry
+
+
+def _skipped(
+    scope: AccountScope,
+    folder_path: str,
+    uidvalidity: int,
+    namer: ImapNamer,
+    uid: int,
+    env: Envelope | None,
+    reason: str,
+    attempts: int,
+) -> dict[str, Any]:
+    """The skipped ledger's row of a message given up on (its Message-ID only when clear)."""
+    clear_id = env is not None and not namer.keyed
+    return {
+        "account_id": scope.account_id,
+        "provider_id": (env.provider_id(namer) if env else None)
+        or f"uid:{folder_path}:{uidvalidity}:{uid}",
+        "kind": "unstorable",
+        "reason": f"{reason} (gave up after {attempts} attempts)"[:2000],
+        "labels": [folder_path],
+        "headers": {"message-id": env.message_id or ""} if env is not None and clear_id else {},
+        "created_at": datetime.now(UTC),
+    }
 
 
 def _store_carefully(

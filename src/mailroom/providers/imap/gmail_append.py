@@ -9,7 +9,9 @@ location: the sync then recognises it instead of storing it a second time.
 Its other Gmail-held labels (Inbox, user labels) are set with ``X-GM-LABELS``.
 
 Idempotent: a message already in All Mail with the same Message-ID and size (an
-APPEND whose outcome was lost) is taken, not appended again.
+APPEND whose outcome was lost) is taken, not appended again. The Message-ID
+searched for comes from the bytes: the stored provider id may be the owner's
+keyed hash of it (:mod:`.namer`); the size comes from the id.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from mailroom.providers.imap.connection import ImapConnection
 from mailroom.providers.imap.fetcher import fetch_envelopes
 from mailroom.providers.imap.gmail_ext import is_all_mail, msgid_of, search_msgid
 from mailroom.providers.imap.gmail_propagate import store_labels
-from mailroom.providers.imap.identity import parse_provider_id
+from mailroom.providers.imap.identity import message_id_of_raw, size_of
 from mailroom.store.engine import Store
 from mailroom.store.models import Folder, Message, MessageLocation
 
@@ -57,18 +59,24 @@ def _folders(session: Session, account_id: int) -> dict[str, Folder]:
     }
 
 
-def _in_all_mail(conn: ImapConnection, path: str, provider_ids: Iterable[str]) -> _Found | None:
+def _in_all_mail(
+    conn: ImapConnection,
+    path: str,
+    provider_ids: Iterable[str],
+    mid: str | None,
+) -> _Found | None:
     """Where the message is in All Mail and Gmail's ids for it, if it is there.
 
-    By X-GM-MSGID once the row has Gmail's id, else by Message-ID and size.
+    By X-GM-MSGID once the row has Gmail's id, else by Message-ID (``mid``, from
+    the bytes) and the size the stored id names.
     """
     status = conn.select(path, readonly=True)
     for provider_id in provider_ids:
         msgid = msgid_of(provider_id)
-        mid, size = parse_provider_id(provider_id)
+        size = size_of(provider_id)
         if msgid is not None:
             candidates = search_msgid(conn, msgid)
-        elif mid is not None:
+        elif mid is not None and size is not None:
             candidates = conn.search_header("Message-ID", mid)
         else:
             continue
@@ -76,7 +84,7 @@ def _in_all_mail(conn: ImapConnection, path: str, provider_ids: Iterable[str]) -
         for uid, env in sorted(envelopes.items()):
             if env.gmail is None:
                 continue
-            if env.provider_id == provider_id or (env.size == size and env.message_id == mid):
+            if env.gmail.provider_id == provider_id or (env.size == size and env.message_id == mid):
                 return _Found(status.uidvalidity, uid, env.gmail.provider_id, env.gmail.thread_id)
     return None
 
@@ -106,11 +114,12 @@ def append_to_gmail(
     if target is None or all_mail is None:
         return Outcome.retry(pending, "the Gmail account has no All Mail folder yet")
     ids = (provider_id, pending.provider_id)
-    found = _in_all_mail(conn, all_mail.path, ids)
+    mid = message_id_of_raw(raw)
+    found = _in_all_mail(conn, all_mail.path, ids, mid)
     if found is None:
         with conn.guard(f"appending a message to {target.path!r}"):
             conn.client.append(target.path, raw, tuple(flags), received_at)
-        found = _in_all_mail(conn, all_mail.path, ids)
+        found = _in_all_mail(conn, all_mail.path, ids, mid)
     if found is None:
         return Outcome.retry(pending, "the appended message cannot be found in All Mail")
     store_labels(conn, store, message_id, all_mail.path, found.uid, labels)

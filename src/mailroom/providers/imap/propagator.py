@@ -59,11 +59,13 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from mailroom.config import Settings
+from mailroom.errors import ConfigError
 from mailroom.ingest.mirror import AccountScope, ChangeSet, insert_for
 from mailroom.labels import propagation
 from mailroom.labels.keywords import stored_keywords
 from mailroom.labels.propagation import recent_label
 from mailroom.labels.resolver import system_label
+from mailroom.labels.sealed_deletes import open_message_id
 from mailroom.providers.base import MessageChanges, Outcome
 from mailroom.providers.imap.append import append_unplaced
 from mailroom.providers.imap.connection import CommandError, ImapConnection
@@ -77,9 +79,10 @@ from mailroom.providers.imap.gmail_propagate import (
     labels_named,
     store_labels,
 )
-from mailroom.providers.imap.identity import parse_provider_id
+from mailroom.providers.imap.identity import parse_provider_id, size_of
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import flag_of
+from mailroom.providers.imap.namer import ImapNamer
 from mailroom.store.engine import Store
 from mailroom.store.models import (
     Folder,
@@ -198,7 +201,9 @@ class ImapPropagator:
                             conn, self.store, scope, layout, changes, self.stats
                         )
                     else:
-                        outcome = _propagate_delete(conn, layout, changes, self.stats)
+                        outcome = _propagate_delete(
+                            conn, self.store, scope, layout, changes, self.stats
+                        )
                 except CommandError as exc:
                     outcome = Outcome.retry(changes, str(exc))
                 yield outcome
@@ -498,9 +503,19 @@ def _all_mail_uid(
 
 
 def _propagate_delete(
-    conn: ImapConnection, layout: _Layout, pending: MessageChanges, result: PropagationResult
+    conn: ImapConnection,
+    store: Store,
+    scope: AccountScope,
+    layout: _Layout,
+    pending: MessageChanges,
+    result: PropagationResult,
 ) -> Outcome:
-    """A message no longer stored: expunge every copy if it was deleted forever."""
+    """A message no longer stored: expunge every copy if it was deleted forever.
+
+    The copies are searched for by Message-ID: from a ``mid:`` provider id, or, for
+    a keyed one (sealed mail), from the delete change's sealed payload
+    (``labels.sealed_deletes``); a copy is one whose envelope names the stored id.
+    """
     provider_id = pending.provider_id
     msgid = msgid_of(provider_id)
     if pending.deleted and msgid is not None:
@@ -509,8 +524,8 @@ def _propagate_delete(
         trash_path = layout.folders[trash].path if trash is not None else None
         result.expunged += delete_forever(conn, paths, trash_path, msgid)
     elif pending.deleted:
-        mid, _size = parse_provider_id(provider_id)
-        if mid is None:
+        mid, size = _deleted_message_id(store, scope, pending)
+        if mid is None or size is None:
             raise CommandError(
                 "A message without a Message-ID cannot be found on the server to delete it."
             )
@@ -520,8 +535,35 @@ def _propagate_delete(
             if not candidates:
                 continue
             envelopes, _failed = fetch_envelopes(conn, candidates)
-            hits = [uid for uid, env in envelopes.items() if env.provider_id == provider_id]
+            hits = [
+                uid for uid, env in envelopes.items() if (env.message_id, env.size) == (mid, size)
+            ]
             if hits:
                 conn.expunge(hits)
                 result.expunged += len(hits)
     return Outcome.done(pending)
+
+
+def _deleted_message_id(
+    store: Store, scope: AccountScope, pending: MessageChanges
+) -> tuple[str | None, int | None]:
+    """(Message-ID, size) of a message deleted forever, checked against its provider id."""
+    provider_id = pending.provider_id
+    size = size_of(provider_id)
+    mid, _size = parse_provider_id(provider_id)
+    if mid is not None or size is None:
+        return mid, size
+    with store.session() as session:
+        namer = ImapNamer.of(session, scope.user_id, keyed=False)
+        for entry in pending.entries:
+            if entry.operation != "delete":
+                continue
+            try:
+                mid = open_message_id(session, scope.user_id, entry.id, entry.payload)
+            except ConfigError as exc:  # tampered, or its key version is gone
+                raise CommandError(
+                    f"The deleted message's Message-ID does not open: {exc}"
+                ) from None
+            if mid is not None and namer.matches(provider_id, mid, size):
+                return mid, size
+    return None, size

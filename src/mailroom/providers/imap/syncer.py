@@ -42,9 +42,9 @@ from mailroom.providers.imap.connection import CommandError, ImapConnection
 from mailroom.providers.imap.discovery import discover, syncable_folders
 from mailroom.providers.imap.fetcher import fetch_envelopes, run_page
 from mailroom.providers.imap.gmail_ext import msgid_of, search_msgid
-from mailroom.providers.imap.identity import parse_provider_id
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import add_locations
+from mailroom.providers.imap.namer import ImapNamer, stored_message_ids
 from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, mark_import
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder, Message
@@ -214,6 +214,13 @@ def _judge_orphans(conn: ImapConnection, store: Store, scope: AccountScope) -> b
         rows = session.execute(
             select(Message.id, Message.provider_id).where(Message.id.in_(ids[:ORPHAN_SEARCH_LIMIT]))
         ).all()
+        namer = ImapNamer.of(session, scope.user_id)
+        # The clear Message-ID to search for: in a keyed id only the stored headers have it.
+        header_ids = (
+            stored_message_ids(session, scope.user_id, {m: p for m, p in rows}, namer)
+            if importing
+            else {}
+        )
     deferred = set(ids[ORPHAN_SEARCH_LIMIT:]) if importing else set()
     found: set[int] = set()
     for folder_id, path, validity, floor in importing:
@@ -223,7 +230,7 @@ def _judge_orphans(conn: ImapConnection, store: Store, scope: AccountScope) -> b
         for message_id, pid in rows:
             if message_id in found:
                 continue
-            mid, _size = parse_provider_id(pid)
+            mid = header_ids.get(message_id)
             msgid = msgid_of(pid)
             if msgid is not None:  # Gmail: the X-GM-MSGID finds it
                 candidates = search_msgid(conn, msgid, f"1:{floor - 1}")
@@ -236,7 +243,9 @@ def _judge_orphans(conn: ImapConnection, store: Store, scope: AccountScope) -> b
                 continue
             envelopes, _failed = fetch_envelopes(conn, candidates)
             hits = [
-                (message_id, e.uid, e.flags) for e in envelopes.values() if e.provider_id == pid
+                (message_id, e.uid, e.flags)
+                for e in envelopes.values()
+                if pid in e.provider_ids(namer)
             ]
             if hits:
                 with store.session() as session:
