@@ -30,6 +30,7 @@ from mailroom.mime.pool import ParsePool
 from mailroom.owners import get_or_create_account, get_or_create_user
 from mailroom.providers.local.source import LocalMessage, LocalSource, open_source
 from mailroom.store.bulk import insert_or_get
+from mailroom.store.checkpoints import background_checkpoints
 from mailroom.store.engine import Store
 from mailroom.store.models import Folder, utcnow
 
@@ -142,6 +143,7 @@ def import_path(
         ParsePool(summary.total if tokens else 0, workers=1, warm=_LANE, yielding=False) as lane,
         sealing_lane(lane),
         remembering_opened(),
+        background_checkpoints(store),
     ):
         ahead: deque[tuple[list[LocalMessage], list[tuple[bytes, datetime | None]], Any]] = deque()
         for chunk in _batches(source.messages(), batch_size):
