@@ -12,6 +12,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from imapclient import IMAPClient
@@ -21,6 +22,7 @@ from mailroom.providers.imap import add_imap_account
 from mailroom.secrets import generate_key
 from mailroom.store.engine import Store
 from tests.imap.views import Mailbox
+from tests.jmap.conftest import Jmap
 from tests.support.dovecot import DovecotServer, DovecotUnavailableError, find_dovecot
 
 PASSWORD = "imap-test-pw"
@@ -110,6 +112,41 @@ def add_account(
         password=mailbox.password,
         owner=owner,
     )
+
+
+def owner_jmap(store: Store, account: int) -> Iterator[Jmap]:
+    """A JMAP client of the owner ("me") of the IMAP account, on a real server (a generator
+    for fixtures: the client, then closed and the server stopped)."""
+    from sqlalchemy import select
+
+    from mailroom.jmap.auth import set_password
+    from mailroom.store.models import Account
+    from tests.jmap.conftest import PASSWORD, Person, run_server
+
+    with store.session() as session:
+        user_id = session.scalars(select(Account.user_id).where(Account.id == account)).one()
+        set_password(session, "me", PASSWORD)
+    servers = run_server(store)
+    server = next(servers)
+    client = Jmap(server, Person("me", user_id, account, 0))
+    yield client
+    client.close()
+    next(servers, None)
+
+
+def draft_form(jmap: Jmap, text: str = "Not sent yet — a draft.") -> dict[str, Any]:
+    """An Email/set create of a draft in the Drafts mailbox, read and unsent."""
+    mailboxes = jmap.call("Mailbox/get", {"ids": None})["list"]
+    drafts = next(m["id"] for m in mailboxes if m["role"] == "drafts")
+    return {
+        "mailboxIds": {drafts: True},
+        "keywords": {"$draft": True, "$seen": True},
+        "from": [{"name": "Me", "email": "me@example.org"}],
+        "to": [{"name": "Bob", "email": "bob@example.net"}],
+        "subject": "Unfinished thoughts",
+        "textBody": [{"partId": "t"}],
+        "bodyValues": {"t": {"value": text}},
+    }
 
 
 @pytest.fixture

@@ -3,33 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from imapclient import IMAPClient
 from sqlalchemy import select
 
 from mailroom.config import Settings
-from mailroom.jmap.auth import set_password
 from mailroom.providers.imap import propagate_pending
 from mailroom.store.engine import Store
-from mailroom.store.models import Account, MessageLocation, PendingChange
+from mailroom.store.models import MessageLocation, PendingChange
+from tests.imap.conftest import draft_form, owner_jmap
 from tests.imap.views import message_count, sync_all
-from tests.jmap.conftest import PASSWORD, Jmap, Person, Server, run_server
+from tests.jmap.conftest import Jmap
 
 
 @pytest.fixture
 def jmap(store: Store, account: int) -> Iterator[Jmap]:
     """A JMAP client of the owner of the IMAP account, on a real server."""
-    with store.session() as session:
-        user_id = session.scalars(select(Account.user_id).where(Account.id == account)).one()
-        set_password(session, "me", PASSWORD)
-    servers = run_server(store)
-    server: Server = next(servers)
-    client = Jmap(server, Person("me", user_id, account, 0))
-    yield client
-    client.close()
-    next(servers, None)
+    yield from owner_jmap(store, account)
 
 
 def _drafts_uids(other: IMAPClient) -> dict[int, set[bytes]]:
@@ -38,26 +29,12 @@ def _drafts_uids(other: IMAPClient) -> dict[int, set[bytes]]:
     return {uid: set(data[b"FLAGS"]) for uid, data in other.fetch(uids, [b"FLAGS"]).items()}
 
 
-def _draft(jmap: Jmap) -> dict[str, Any]:
-    mailboxes = jmap.call("Mailbox/get", {"ids": None})["list"]
-    drafts = next(m["id"] for m in mailboxes if m["role"] == "drafts")
-    return {
-        "mailboxIds": {drafts: True},
-        "keywords": {"$draft": True, "$seen": True},
-        "from": [{"name": "Me", "email": "me@example.org"}],
-        "to": [{"name": "Bob", "email": "bob@example.net"}],
-        "subject": "Unfinished thoughts",
-        "textBody": [{"partId": "t"}],
-        "bodyValues": {"t": {"value": "Not sent yet — a draft."}},
-    }
-
-
 def test_a_draft_is_appended_to_drafts_with_the_draft_flag_once(
     store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
 ) -> None:
     """APPEND to Drafts with each keyword's flag; the UID is bound, the next sync adds nothing."""
     sync_all(store, account, settings)
-    draft = _draft(jmap)
+    draft = draft_form(jmap)
     draft["keywords"] = {**draft["keywords"], "$flagged": True, "project-x": True}
     result = jmap.call("Email/set", {"create": {"d": draft}})
     assert result["notCreated"] is None, result["notCreated"]
@@ -83,7 +60,7 @@ def test_a_replayed_append_binds_the_copy_already_there(
 ) -> None:
     """An append whose outcome was lost finds its message by Message-ID instead of a second copy."""
     sync_all(store, account, settings)
-    jmap.call("Email/set", {"create": {"d": _draft(jmap)}})
+    jmap.call("Email/set", {"create": {"d": draft_form(jmap)}})
     propagate_pending(store, account, settings=settings)
     with store.session() as session:
         for location in session.scalars(select(MessageLocation)):
@@ -101,7 +78,7 @@ def test_destroying_a_draft_deletes_it_at_the_provider(
 ) -> None:
     """Email/set destroy of an appended draft expunges it from Drafts."""
     sync_all(store, account, settings)
-    created = jmap.call("Email/set", {"create": {"d": _draft(jmap)}})["created"]["d"]
+    created = jmap.call("Email/set", {"create": {"d": draft_form(jmap)}})["created"]["d"]
     propagate_pending(store, account, settings=settings)
     assert len(_drafts_uids(other)) == 1
     result = jmap.call("Email/set", {"destroy": [created["id"]]})
@@ -115,9 +92,9 @@ def test_replacing_a_draft_leaves_only_the_new_one_in_drafts(
 ) -> None:
     """Create the new version and destroy the old in one Email/set, as clients save a draft."""
     sync_all(store, account, settings)
-    first = jmap.call("Email/set", {"create": {"d": _draft(jmap)}})["created"]["d"]
+    first = jmap.call("Email/set", {"create": {"d": draft_form(jmap)}})["created"]["d"]
     propagate_pending(store, account, settings=settings)
-    newer = {**_draft(jmap), "subject": "Finished thoughts"}
+    newer = {**draft_form(jmap), "subject": "Finished thoughts"}
     result = jmap.call("Email/set", {"create": {"d2": newer}, "destroy": [first["id"]]})
     assert result["destroyed"] == [first["id"]] and result["created"]["d2"]
     propagate_pending(store, account, settings=settings)
@@ -133,7 +110,7 @@ def test_a_draft_made_before_the_first_sync_finds_the_drafts_folder(
     store: Store, settings: Settings, account: int, other: IMAPClient, jmap: Jmap
 ) -> None:
     """With no folders known yet, the append discovers them and still lands in Drafts."""
-    jmap.call("Email/set", {"create": {"d": _draft(jmap)}})
+    jmap.call("Email/set", {"create": {"d": draft_form(jmap)}})
     run = propagate_pending(store, account, settings=settings)
     assert run.done == 1
     assert len(_drafts_uids(other)) == 1

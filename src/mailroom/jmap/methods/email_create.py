@@ -15,9 +15,11 @@ account; a user without any gets the ``JMAP`` account. Its ``Message-ID``
 (generated when absent) is on that account's domain.
 
 Exactly once: the provider id is the IMAP one, ``mid:<Message-ID>:<size>``
-(``providers.imap.identity``), so when the email is appended to the IMAP
-server the next sync recognises it as this message instead of storing it a
-second time; ``UNIQUE(provider_id, account_id)`` holds it in any case. A
+or, for an owner whose mail is sealed, its keyed form (``providers.imap.namer``),
+so when the email is appended to the IMAP server the next sync recognises it
+as this message instead of storing it a second time; an email stored under
+any form of that id already is ``alreadyExists``, and ``UNIQUE(provider_id,
+account_id)`` holds its own form in any case. A
 client that sends the same creation twice gets two emails (each gets a
 fresh Message-ID): JMAP has no idempotency key for ``create``.
 

@@ -40,10 +40,12 @@ Folder changes of a label (created, renamed, destroyed; no message) go to
 
 Moves use MOVE (or COPY + ``\\Deleted`` + EXPUNGE without it); a folder it must
 leave with nowhere to go is expunged from; a deleted-forever message is found by
-its Message-ID in every folder and expunged. Locations are updated from COPYUID
-in the same transaction that marks the changes ``done`` (the outcome's
-``record``); until then they are ``pending`` and the syncer leaves the message's
-labels and flags alone ("pending local changes win"). A server refusal is a
+its Message-ID in every folder and expunged (a sealed message's from its delete
+change's payload: its provider id is a keyed hash, ``labels.sealed_deletes``).
+Locations are updated from COPYUID in the same transaction that marks the
+changes ``done`` (the outcome's ``record``); until then they are ``pending`` and
+the syncer leaves the message's labels and flags alone ("pending local changes
+win"). A server refusal is a
 ``retry`` outcome (an attempt, with the consumer's backoff and attempt cap); a
 lost connection raises ``TransientError`` and costs no attempt.
 """
@@ -82,7 +84,6 @@ from mailroom.providers.imap.gmail_propagate import (
 from mailroom.providers.imap.identity import parse_provider_id, size_of
 from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import flag_of
-from mailroom.providers.imap.namer import ImapNamer
 from mailroom.store.engine import Store
 from mailroom.store.models import (
     Folder,
@@ -514,7 +515,8 @@ def _propagate_delete(
 
     The copies are searched for by Message-ID: from a ``mid:`` provider id, or, for
     a keyed one (sealed mail), from the delete change's sealed payload
-    (``labels.sealed_deletes``); a copy is one whose envelope names the stored id.
+    (``labels.sealed_deletes``); a copy is one with that Message-ID and the size the
+    provider id names.
     """
     provider_id = pending.provider_id
     msgid = msgid_of(provider_id)
@@ -547,23 +549,25 @@ def _propagate_delete(
 def _deleted_message_id(
     store: Store, scope: AccountScope, pending: MessageChanges
 ) -> tuple[str | None, int | None]:
-    """(Message-ID, size) of a message deleted forever, checked against its provider id."""
+    """(Message-ID, size) of a message deleted forever.
+
+    The size is in every id made from a Message-ID; the Message-ID in a ``mid:`` one,
+    else in the delete change's payload, sealed and bound to that change (its keyed
+    id may be under a key version a rotation has dropped since: it is not re-hashed).
+    """
     provider_id = pending.provider_id
-    size = size_of(provider_id)
-    mid, _size = parse_provider_id(provider_id)
-    if mid is not None or size is None:
+    mid, size = parse_provider_id(provider_id)
+    if mid is not None:
         return mid, size
     with store.session() as session:
-        namer = ImapNamer.of(session, scope.user_id, keyed=False)
         for entry in pending.entries:
             if entry.operation != "delete":
                 continue
             try:
                 mid = open_message_id(session, scope.user_id, entry.id, entry.payload)
             except ConfigError as exc:  # tampered, or its key version is gone
-                raise CommandError(
-                    f"The deleted message's Message-ID does not open: {exc}"
-                ) from None
-            if mid is not None and namer.matches(provider_id, mid, size):
-                return mid, size
-    return None, size
+                reason = f"The deleted message's Message-ID does not open: {exc}"
+                raise CommandError(reason) from None
+            if mid is not None:
+                return mid, size_of(provider_id)
+    return None, None
