@@ -102,3 +102,17 @@ def pg_dump_data(store: Store, *tables: str) -> bytes:
         args += ["-t", table]
     args.append(url.database or "")
     return subprocess.run(args, env=env, check=True, capture_output=True, timeout=60).stdout
+
+
+def store_bytes(store: Store) -> bytes:
+    """Every byte the store keeps: the SQLite file and its write-ahead log, or a pg_dump.
+
+    What a copy of the store would hold: file checks grep it for what must not be there.
+    """
+    if store.dialect == "sqlite":
+        with store.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        path = Path(make_url(store.engine.url).database or "")
+        wal = path.with_name(path.name + "-wal")
+        return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    return pg_dump_data(store)

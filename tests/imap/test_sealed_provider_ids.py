@@ -11,12 +11,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from imapclient import IMAPClient
 from sqlalchemy import select
-from sqlalchemy.engine import make_url
 
 from mailroom.config import Settings
 from mailroom.crypto import MasterKeyWrapper
@@ -28,7 +26,7 @@ from mailroom.providers.imap import propagate_pending
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder, Message, MessageLocation, PendingChange
 from tests.factories import make_message
-from tests.helpers import pg_dump_data
+from tests.helpers import store_bytes
 from tests.imap.conftest import add_account, draft_form, new_mailbox, owner_jmap
 from tests.imap.views import message_count, sync_all
 from tests.jmap.conftest import Jmap
@@ -99,17 +97,6 @@ def _expected_ids(store: Store, owner: int, sizes: dict[str, int]) -> set[str]:
         }
 
 
-def _store_bytes(store: Store) -> bytes:
-    """The SQLite file and its WAL, or a pg_dump of every table."""
-    if store.dialect == "sqlite":
-        with store.engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
-        path = Path(make_url(store.engine.url).database or "")
-        wal = path.with_name(path.name + "-wal")
-        return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
-    return pg_dump_data(store)
-
-
 def _rotate(store: Store, wrapper: MasterKeyWrapper, owner: int) -> int:
     with store.session() as session:
         return start_rotation(session, OwnerKeys(session, wrapper), owner).id
@@ -123,7 +110,7 @@ def test_a_sealed_owner_s_provider_ids_and_files_hold_no_message_id(
     pids = _provider_ids(sealed, account)
     assert len(pids) == 3
     assert set(pids.values()) == _expected_ids(sealed, _owner(sealed, account), _sizes(other))
-    contents = _store_bytes(sealed)
+    contents = store_bytes(sealed)
     for n in range(3):
         assert _mid(n).encode() not in contents, _mid(n)
     assert b"secret-host.example" not in contents
@@ -139,7 +126,7 @@ def test_a_clear_owner_s_provider_ids_still_name_the_message_id(
     assert set(_provider_ids(store, account).values()) == {
         f"mid:{mid}:{size}" for mid, size in sizes.items()
     }
-    assert _mid(0).encode() in _store_bytes(store)
+    assert _mid(0).encode() in store_bytes(store)
 
 
 @pytest.mark.parametrize("rotation", ["none", "rotation"])

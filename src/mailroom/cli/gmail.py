@@ -18,7 +18,7 @@ import click
 
 from mailroom.cli.context import AppContext, format_option, pass_app, plain_errors
 from mailroom.config import DEFAULT_OWNER
-from mailroom.errors import NotFoundError
+from mailroom.errors import NotFoundError, SealedWithoutKeys
 from mailroom.providers.gmail.skipped_listing import (
     CHAT,
     LINKED,
@@ -32,7 +32,8 @@ from mailroom.store.reader import Reader
 __all__ = ["gmail_group"]
 
 # The listing reads with plain SQL (providers.gmail.skipped_listing), as the other read
-# commands do; only --forget, which deletes rows, opens the store through SQLAlchemy.
+# commands do; only --forget, which deletes rows, opens the store through SQLAlchemy, and
+# so does a listing that meets a sealed row (a sealing owner's), which needs the keys.
 
 GMAIL = "gmail"  # the provider name of Gmail API accounts
 KIND_TITLES = {
@@ -155,7 +156,11 @@ def skipped_command(
         else:
             click.echo(f"Forgot {forgotten} skipped messages of {account!r}.")
         return
-    records = list_skipped(app.reader, list(names))
+    try:
+        records = list_skipped(app.reader, list(names))
+    except SealedWithoutKeys:  # a sealing owner's row: read again through a session (keys)
+        with app.existing_store.session() as session:
+            records = list_skipped(session, list(names))
     if output == "json":
         rows = [_as_json(record, names[record.account_id]) for record in records]
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))

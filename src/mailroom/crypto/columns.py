@@ -16,7 +16,9 @@ the summary, location and source of sealed ``message_events``
 submissions (:mod:`~mailroom.outbound.sealed_queue`): their Message-ID,
 envelope, delivery status and last error, and the ``failed_sends.reason`` and
 ``bounces.recipients`` of those submissions (owner and sealing through
-``submissions``). A JSON column's rows are taken only when they hold a sealed
+``submissions``), and the headers and reason of a sealing owner's skipped-ledger
+rows (:mod:`~mailroom.providers.sealed_ledger`: owner through ``accounts``, rows
+whose headers are sealed). A JSON column's rows are taken only when they hold a sealed
 value: a sealed submission's empty delivery status is JSON ``null``, not SQL NULL.
 """
 
@@ -36,6 +38,10 @@ from mailroom.events.sealed_events import SEALED_COLUMNS as EVENT_COLUMNS
 from mailroom.events.sealed_events import TABLE as EVENTS
 from mailroom.outbound.sealed_queue import OF_OWNER, SUBMISSIONS, sealed_where
 from mailroom.outbound.sealed_queue import SEALED_COLUMNS as QUEUE_COLUMNS
+from mailroom.providers.sealed_ledger import OWNER_WHERE as LEDGER_OF_OWNER
+from mailroom.providers.sealed_ledger import SEALED_COLUMNS as LEDGER_COLUMNS
+from mailroom.providers.sealed_ledger import SEALED_WHERE as SEALED_LEDGER
+from mailroom.providers.sealed_ledger import TABLE as LEDGER
 from mailroom.webhooks.sealed_bodies import COLUMN as DELIVERY_BODY
 from mailroom.webhooks.sealed_bodies import OWNER_WHERE as DELIVERIES_OF_OWNER
 from mailroom.webhooks.sealed_bodies import SEALED_WHERE as SEALED_DELIVERY
@@ -111,5 +117,15 @@ ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = (
         )
         for table, columns in QUEUE_COLUMNS.items()
         for column in columns
+    ),
+    *(
+        EncryptedColumn(
+            LEDGER,
+            column,
+            text=True,
+            owner_where=LEDGER_OF_OWNER,
+            sealed_where=SEALED_LEDGER,
+        )
+        for column in LEDGER_COLUMNS
     ),
 )

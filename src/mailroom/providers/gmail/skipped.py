@@ -5,7 +5,9 @@ place for) and ids that answer 404 when fetched; and ids whose message a
 linked account of the owner holds (Gmailify, :mod:`.gmailify`). Each gets a row in the
 provider-neutral ``skipped_messages`` ledger with the reason, its label ids
 and its address headers (``From``, ``To``, ``Cc``, ``Delivered-To``, each cut
-to :data:`HEADER_LENGTH`), so a person can see what was left out and why.
+to :data:`HEADER_LENGTH`), so a person can see what was left out and why. For an
+owner whose new mail is sealed the headers and reason are sealed like their mail
+(:mod:`mailroom.providers.sealed_ledger`), and the listing opens them.
 
 Invariants:
 
@@ -40,6 +42,7 @@ from mailroom.providers.gmail.skipped_listing import (
     SkippedRecord,
     list_skipped,
 )
+from mailroom.providers.sealed_ledger import write_ledger
 from mailroom.store.models import SkippedMessage
 
 __all__ = [
@@ -126,7 +129,7 @@ def record_skipped(
             for name in ("kind", "reason", "labels", "headers", "last_seen_at")
         },
     )
-    session.execute(statement, list(rows.values()))
+    write_ledger(session, statement, list(rows.values()))
 
 
 def skipped_ids(session: Session, account_id: int, provider_ids: Iterable[str]) -> set[str]:

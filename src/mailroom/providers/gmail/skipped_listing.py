@@ -3,6 +3,12 @@
 Plain SQL through a :class:`~mailroom.store.reader.Reader` (or the same SQL in a
 session), so the listing starts without SQLAlchemy or the ORM, as the other read
 commands do; recording and forgetting rows is :mod:`mailroom.providers.gmail.skipped`.
+
+A sealing owner's rows hold their headers and reason sealed
+(:mod:`mailroom.providers.sealed_ledger`); they are opened here, so the listing
+reads the same for sealed and clear rows. A bare file reader has no keys: meeting
+a sealed row it raises :class:`~mailroom.errors.SealedWithoutKeys`, and the
+command reads again through a session of the store.
 """
 
 from __future__ import annotations
@@ -44,21 +50,41 @@ def list_skipped(source: Reader | Session, account_ids: Sequence[int]) -> list[S
         return []
     ids, params = in_list("account", account_ids)
     rows = as_reader(source).rows(
-        "SELECT account_id, provider_id, kind, reason, labels, headers, created_at, last_seen_at "
-        f"FROM skipped_messages WHERE account_id IN {ids} "
-        "ORDER BY kind, last_seen_at DESC, provider_id",
+        # The headers as JSON text on both databases: a sealed row's are a JSON string,
+        # which PostgreSQL's driver would otherwise hand over already parsed.
+        "SELECT s.account_id, s.provider_id, s.kind, s.reason, s.labels, "
+        "CAST(s.headers AS TEXT), "
+        "s.created_at, s.last_seen_at, s.id, a.user_id "
+        "FROM skipped_messages s JOIN accounts a ON a.id = s.account_id "
+        f"WHERE s.account_id IN {ids} "
+        "ORDER BY s.kind, s.last_seen_at DESC, s.provider_id",
         params,
     )
-    return [
-        SkippedRecord(
-            account_id=account_id,
-            provider_id=provider_id,
-            kind=kind,
-            reason=reason,
-            label_ids=list(json_value(labels) or []),
-            headers=dict(json_value(headers) or {}),
-            first_seen=required_stamp(created_at),
-            last_seen=required_stamp(last_seen_at),
+    records = []
+    for account_id, provider_id, kind, reason, labels, stored, created, last, row_id, owner in rows:
+        headers = json_value(stored)
+        if isinstance(headers, str):  # sealed: a clear row's headers are a JSON object
+            headers, reason = _opened(source, owner, row_id, headers, reason)
+        records.append(
+            SkippedRecord(
+                account_id=account_id,
+                provider_id=provider_id,
+                kind=kind,
+                reason=reason,
+                label_ids=list(json_value(labels) or []),
+                headers=dict(headers or {}),
+                first_seen=required_stamp(created),
+                last_seen=required_stamp(last),
+            )
         )
-        for account_id, provider_id, kind, reason, labels, headers, created_at, last_seen_at in rows
-    ]
+    return records
+
+
+def _opened(
+    source: Reader | Session, owner: int, row_id: int, headers: str, reason: str
+) -> tuple[dict[str, str], str]:
+    """A sealed row's headers and reason, opened (loaded only for a sealed row)."""
+    from mailroom.crypto.mail_reading import session_of
+    from mailroom.providers.sealed_ledger import open_ledger_row
+
+    return open_ledger_row(session_of(source), int(owner), int(row_id), headers, reason)

@@ -54,6 +54,7 @@ from mailroom.providers.imap.mirror import (
 )
 from mailroom.providers.imap.namer import ImapNamer
 from mailroom.providers.imap.state import MAX_ATTEMPTS, FolderMarks
+from mailroom.providers.sealed_ledger import write_ledger
 from mailroom.store.engine import Store
 from mailroom.store.models import SkippedMessage
 
@@ -502,8 +503,10 @@ def settle_failures(
                 _skipped(*where, uid, outcome.envelopes.get(uid), reason, attempts)
                 for uid, reason, attempts in given_up
             ]
-            session.execute(
-                insert_for(session, SkippedMessage).values(rows).on_conflict_do_nothing()
+            # The reason quotes the failure (a server's reply, an exception's text): sealed
+            # with the headers while mail is sealed.
+            write_ledger(
+                session, insert_for(session, SkippedMessage).on_conflict_do_nothing(), rows
             )
     return retry
 
