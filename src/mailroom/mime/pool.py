@@ -107,15 +107,8 @@ class ParsePool:
         worker imports itself before it reports ready, leaving the forkserver (which other
         pools' workers fork from) as it is. ``yielding``: the workers run at a lower CPU
         priority than the caller (:func:`_yield_to_the_caller`); False for a helper whose
-        results the caller waits for at once.
-
-        ``workers``: by default one per core (at most four; none on one core, where
-        parsing here costs less than sending the work away). Yielding workers cost the
-        caller little while it works, and while it waits for a batch, every core parses:
-        with one worker on two cores a sealing import's writer waited 1.4 s per 6,000
-        messages for its first and last batches, with two 0.7 s."""
-        cores = os.cpu_count() or 1
-        count = workers or (min(4, cores) if cores > 1 else 0)
+        results the caller waits for at once."""
+        count = workers or min(4, (os.cpu_count() or 1) - 1)
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[Future[bool]] = []
         self._launcher: threading.Thread | None = None
