@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from sqlalchemy import select
 
@@ -10,18 +12,16 @@ from mailroom.providers.imap import propagate_pending
 from mailroom.store.engine import Store
 from mailroom.store.models import Message, MessageLocation, PendingChange
 from tests.emulators.gmail_imap import GmailImapServer
-from tests.imap import test_draft_append as draft_tests
+from tests.imap.conftest import draft_form, owner_jmap
 from tests.imap.gmail.views import gmail_view, mailroom_view
 from tests.imap.views import sync_all
 from tests.jmap.conftest import Jmap
 
-jmap = draft_tests.jmap  # the JMAP client fixture; here it acts on ``account`` below
-
 
 @pytest.fixture
-def account(gmail_account: int) -> int:
-    """The account the JMAP client (``jmap``, from the IMAP draft tests) acts on: Gmail's."""
-    return gmail_account
+def jmap(store: Store, gmail_account: int) -> Iterator[Jmap]:
+    """A JMAP client of the owner of the Gmail account, on a real server."""
+    yield from owner_jmap(store, gmail_account)
 
 
 def test_a_draft_lands_in_gmail_drafts_once_with_gmail_s_id(
@@ -29,7 +29,7 @@ def test_a_draft_lands_in_gmail_drafts_once_with_gmail_s_id(
 ) -> None:
     """APPEND to [Gmail]/Drafts; the row takes the X-GM-MSGID; sync and replay add nothing."""
     sync_all(store, gmail_account, settings)
-    draft = draft_tests._draft(jmap)
+    draft = draft_form(jmap)
     draft["keywords"] = {**draft["keywords"], "$flagged": True}
     result = jmap.call("Email/set", {"create": {"d": draft}})
     assert result["notCreated"] is None, result["notCreated"]
