@@ -46,6 +46,7 @@ from mailroom.providers.imap.login import account_connection
 from mailroom.providers.imap.mirror import add_locations
 from mailroom.providers.imap.namer import ImapNamer, stored_message_ids
 from mailroom.providers.imap.state import PAGE_SIZE, FolderMarks, mark_import
+from mailroom.store.checkpoints import background_checkpoints
 from mailroom.store.engine import Store
 from mailroom.store.models import Account, Folder, Message
 
@@ -79,7 +80,10 @@ def sync_account(
 ) -> list[int]:
     """Sync one account (see the module docstring); returns the folder ids touched."""
     touched: set[int] = set()
-    with account_connection(store, account_id, settings=settings, connection=connection) as conn:
+    with (
+        account_connection(store, account_id, settings=settings, connection=connection) as conn,
+        background_checkpoints(store),  # a first sync imports in bulk (store.checkpoints)
+    ):
         with store.session() as session:
             scope = AccountScope.load(session, account_id)
             if folders is None:
