@@ -87,6 +87,18 @@
     }
   }
 
+  // A press counts as the reader starting something: a click is a press and a release on
+  // the same element, and a redraw landing between the two replaces that element, so the
+  // click reaches no link at all. A redraw that answers after a press is dropped and asked
+  // again, as after the reader's own requests.
+  document.addEventListener(
+    "pointerdown",
+    () => {
+      readerStarted += 1;
+    },
+    true,
+  );
+
   document.addEventListener("htmx:beforeRequest", (event) => {
     if (live(event) || !replacesRedrawn(event)) return;
     readerXhrs.add(event.detail.xhr);
