@@ -49,6 +49,7 @@ from mailroom.crypto.fields import FieldCipher
 from mailroom.crypto.mail_reading import columns_of
 from mailroom.crypto.message_fields import ID_KIND, SUBJECT_KEY_CHARS, SUBJECT_KIND, open_rows
 from mailroom.crypto.provider_id_rotation import rehash_provider_ids
+from mailroom.crypto.rotation_progress import advance
 from mailroom.crypto.sealing import require_cipher
 from mailroom.crypto.submission_keys import rehash_submission_keys
 from mailroom.store.chunks import in_chunks
@@ -82,20 +83,16 @@ def _rehash_messages(
     session: Session, owner: int, progress: MutableMapping[str, Any], batch: int
 ) -> bool:
     """The next batch of the owner's messages' lookup columns re-hashed; True when all are."""
-    last = int(progress.get(PROGRESS_KEY, 0))
-    if last < 0:
-        return True
-    done_to = rehash_lookup_batch(session, owner, last, batch)
-    if done_to is None and PROGRESS_KEY not in progress:
-        return True  # the owner has no sealed mail: nothing to record
-    progress[PROGRESS_KEY] = -1 if done_to is None else done_to
-    if done_to is None:
+    before = progress.get(PROGRESS_KEY)
+    if not advance(session, owner, progress, batch, PROGRESS_KEY, rehash_lookup_batch):
+        return False
+    if before != -1 and progress.get(PROGRESS_KEY) == -1:
         # Contacts of a sealing owner are keyed hashes of addresses too: written again
         # from the stored mail, under the newest version, in this last batch.
         from mailroom.categories.correspondents import rebuild_contacts
 
         rebuild_contacts(session, owner)
-    return done_to is None
+    return True
 
 
 def rehash_lookup_batch(session: Session, owner: int, after: int, batch: int) -> int | None:

@@ -27,13 +27,14 @@ must still open them after the old version is gone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.fields import FieldTampered, from_text, version_of
+from mailroom.crypto.rotation_progress import advance
 from mailroom.crypto.sealing import require_cipher
 from mailroom.crypto.unique_rewrite import rewrite_unique
 from mailroom.labels.sealed_deletes import PAYLOAD_KEY, open_message_id, seal_message_id
@@ -57,28 +58,9 @@ def rehash_provider_ids(
     ``progress`` is the rotation's: each key holds the last row id done, -1 once
     finished, and is absent while nothing of its kind was found.
     """
-    return _step(session, owner, progress, batch, PROGRESS_KEY, _rehash_batch) and _step(
+    return advance(session, owner, progress, batch, PROGRESS_KEY, _rehash_batch) and advance(
         session, owner, progress, batch, DELETES_KEY, _reseal_batch
     )
-
-
-def _step(
-    session: Session,
-    owner: int,
-    progress: MutableMapping[str, Any],
-    batch: int,
-    key: str,
-    run: Callable[[Session, int, int, int], int | None],
-) -> bool:
-    """One kind's next batch; True when that kind is done (see :func:`rehash_provider_ids`)."""
-    last = int(progress.get(key, 0))
-    if last < 0:
-        return True
-    done_to = run(session, owner, last, batch)
-    if done_to is None and key not in progress:
-        return True  # nothing of this kind: nothing to record
-    progress[key] = -1 if done_to is None else done_to
-    return done_to is None
 
 
 def _rehash_batch(session: Session, owner: int, after: int, batch: int) -> int | None:

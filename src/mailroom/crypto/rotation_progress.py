@@ -5,19 +5,49 @@ Reads what :class:`~mailroom.crypto.owner_rotation.Rotator` stores in
 pass (``-1``: the column is finished in this pass), the pass, the values
 changed in it and, in the last pass, the last message whose blind search
 tokens were re-hashed.
+
+:func:`advance` is the step every resumable part of the last pass takes
+(lookup columns, provider ids, submission keys): one batch after the last row
+recorded, and the new last row, or -1 once the part is done.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.columns import ENCRYPTED_COLUMNS, EncryptedColumn
 from mailroom.store.models import KeyRotation, User
+
+
+def advance(
+    session: Session,
+    owner: int,
+    progress: MutableMapping[str, Any],
+    batch: int,
+    key: str,
+    run: Callable[[Session, int, int, int], int | None],
+) -> bool:
+    """Run the next batch of one resumable part; True when that part is done.
+
+    ``progress[key]`` holds the last row id done, -1 once finished, and stays
+    absent while the part found nothing at all. ``run(session, owner, after,
+    batch)`` does the rows after ``after`` and returns the last id, or None when
+    none was left.
+    """
+    last = int(progress.get(key, 0))
+    if last < 0:
+        return True
+    done_to = run(session, owner, last, batch)
+    if done_to is None and key not in progress:
+        return True  # nothing of this kind: nothing to record
+    progress[key] = -1 if done_to is None else done_to
+    return done_to is None
 
 
 @dataclass(frozen=True)

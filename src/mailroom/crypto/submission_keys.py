@@ -30,6 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from mailroom.crypto.message_fields import ID_KIND
+from mailroom.crypto.rotation_progress import advance
 from mailroom.crypto.sealing import require_cipher
 from mailroom.crypto.unique_rewrite import rewrite_unique
 from mailroom.outbound.sealed_queue import SUBMISSIONS, read_value
@@ -51,14 +52,7 @@ def rehash_submission_keys(
     ``progress`` is the rotation's: :data:`PROGRESS_KEY` holds the last submission id
     done (-1 once finished; absent when the owner has no sealed submission).
     """
-    last = int(progress.get(PROGRESS_KEY, 0))
-    if last < 0:
-        return True
-    done_to = _rehash_batch(session, owner, last, batch)
-    if done_to is None and PROGRESS_KEY not in progress:
-        return True  # no sealed submission: nothing to record
-    progress[PROGRESS_KEY] = -1 if done_to is None else done_to
-    return done_to is None
+    return advance(session, owner, progress, batch, PROGRESS_KEY, _rehash_batch)
 
 
 def _rehash_batch(session: Session, owner: int, after: int, batch: int) -> int | None:
