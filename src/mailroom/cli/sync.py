@@ -25,6 +25,7 @@ from mailroom.owners import DEFAULT_OWNER, get_user
 from mailroom.providers import registry
 from mailroom.providers.base import AuthError, Importer, TransientError
 from mailroom.providers.errors import account_outcome
+from mailroom.store.checkpoints import background_checkpoints
 from mailroom.store.models import Account
 
 RETRIES = 3  # consecutive broken connections tolerated per account while importing
@@ -95,7 +96,8 @@ def sync_command(app: AppContext, account: str | None, owner: str, until_importe
         if not accounts:
             click.echo("There is no account to sync; add one with `mailroom account add imap`.")
         return
-    with progress_bar() as progress:
+    # History comes in bulk: the log is copied back in the background (store.checkpoints).
+    with progress_bar() as progress, background_checkpoints(store):
         for run in runs:
             if run.importer is not None:
                 state = run.importer.state(run.account_id)

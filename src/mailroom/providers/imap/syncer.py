@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 from sqlalchemy import select, update
 
@@ -80,10 +81,7 @@ def sync_account(
 ) -> list[int]:
     """Sync one account (see the module docstring); returns the folder ids touched."""
     touched: set[int] = set()
-    with (
-        account_connection(store, account_id, settings=settings, connection=connection) as conn,
-        background_checkpoints(store),  # a first sync imports in bulk (store.checkpoints)
-    ):
+    with account_connection(store, account_id, settings=settings, connection=connection) as conn:
         with store.session() as session:
             scope = AccountScope.load(session, account_id)
             if folders is None:
@@ -174,34 +172,38 @@ def _new_mail(
         already = located(session, folder_id, uidvalidity, uids)
     # Already placed here (e.g. by the propagator's COPYUID) or given up: nothing to fetch.
     todo = [u for u in uids if u not in already and u not in marks.given_up]
-    changed = False
-    used = 0
-    start = 0
-    while True:
-        if budget is not None and used >= budget:
-            break
-        page = todo[start : start + PAGE_SIZE]
-        if budget is not None:
-            page = page[: budget - used]
-        retry: set[int] = set()
-        if page:
-            outcome, retry = run_page(conn, store, scope, folder_id, path, uidvalidity, marks, page)
-            changed = changed or outcome.changed
-            used += len(page)
-        start += len(page)
-        # Everything below the next UID still to do is handled, unless a failure holds the mark.
-        upto = todo[start] - 1 if start < len(todo) else uids[-1]
-        if retry:
-            upto = min(upto, min(retry) - 1)
-        if upto > (marks.last_seen_uid or 0):
-            marks.last_seen_uid = upto
-        with store.session() as session:
-            folder = session.get(Folder, folder_id)
-            assert folder is not None
-            marks.save(folder)
-        if retry or start >= len(todo):
-            break  # a failed page is asked again by the next sync
-    return changed, used
+    # Many new messages (a sync after days offline) are a bulk import (store.checkpoints).
+    with background_checkpoints(store) if len(todo) > PAGE_SIZE else nullcontext():
+        changed = False
+        used = 0
+        start = 0
+        while True:
+            if budget is not None and used >= budget:
+                break
+            page = todo[start : start + PAGE_SIZE]
+            if budget is not None:
+                page = page[: budget - used]
+            retry: set[int] = set()
+            if page:
+                outcome, retry = run_page(
+                    conn, store, scope, folder_id, path, uidvalidity, marks, page
+                )
+                changed = changed or outcome.changed
+                used += len(page)
+            start += len(page)
+            # Everything below the next UID still to do is handled, unless a failure holds the mark.
+            upto = todo[start] - 1 if start < len(todo) else uids[-1]
+            if retry:
+                upto = min(upto, min(retry) - 1)
+            if upto > (marks.last_seen_uid or 0):
+                marks.last_seen_uid = upto
+            with store.session() as session:
+                folder = session.get(Folder, folder_id)
+                assert folder is not None
+                marks.save(folder)
+            if retry or start >= len(todo):
+                break  # a failed page is asked again by the next sync
+        return changed, used
 
 
 def _judge_orphans(conn: ImapConnection, store: Store, scope: AccountScope) -> bool:
