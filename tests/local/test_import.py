@@ -110,3 +110,19 @@ def test_maildir_flags_mark_read_and_starred(store: Store, tmp_path: Path) -> No
         rows = {r["message_id"]: r for r in list_messages(session, 1)}
     assert rows["flagged@x"]["labels"] == ["Inbox", "Starred"] and rows["flagged@x"]["seen"]
     assert rows["fresh@x"]["labels"] == ["Inbox"] and not rows["fresh@x"]["seen"]
+
+
+def test_batches_end_early_at_their_byte_limit(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large messages make smaller batches, so the batches parsed ahead stay bounded."""
+    import mailroom.providers.local.importer as importer
+
+    root = tmp_path / "mail"
+    big = {str(n): make_message(f"big{n}@x", body="x" * 40_000) for n in range(10)}
+    write_maildir(root, big)
+    monkeypatch.setattr(importer, "BATCH_BYTES", 100_000)
+    stored: list[int] = []
+    summary = import_path(store, root, progress=stored.append)
+    assert summary.imported == 10 and _count(store) == 10
+    assert stored == [3, 3, 3, 1]  # 3 x ~40 KB pass 100 KB; without the limit: [10]

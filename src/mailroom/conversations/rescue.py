@@ -59,11 +59,11 @@ lists.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections import defaultdict, namedtuple
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from types import SimpleNamespace
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Select, bindparam, exists, not_, or_, select
@@ -192,14 +192,28 @@ def _opened(
     ]
     for values in open_rows(session, fresh, columns):
         known.setdefault(int(values["id"]), {}).update({c: values[c] for c in columns})
+    fields = tuple(found[0]._fields)
+    make = _opened_row(fields)
+    places = [(fields.index(column), column) for column in columns]
     opened: list[Any] = []
     for row in found:
         if row.sealed:
             mine = known[row.id]
-            opened.append(SimpleNamespace(**{**row._mapping, **{c: mine[c] for c in columns}}))
+            copy = list(row)
+            for index, column in places:
+                copy[index] = mine[column]
+            opened.append(make(copy))
         else:
             opened.append(row)
     return opened
+
+
+@lru_cache(maxsize=32)
+def _opened_row(fields: tuple[str, ...]) -> Callable[[Iterable[Any]], Any]:
+    """Makes row-like copies (attributes by column name) of rows with ``fields``."""
+    shape = namedtuple("OpenedRow", fields)  # type: ignore[misc]
+    make: Callable[[Iterable[Any]], Any] = shape._make
+    return make
 
 
 def _eligible_subject(subject: str | None) -> bool:

@@ -135,6 +135,18 @@ class _Nonces:
 _nonces = _Nonces()
 
 
+_compressors = threading.local()
+
+
+def _compressor() -> Callable[[bytes], bytes]:
+    """This thread's Zstandard compressor: one is not thread-safe, and making one per sealer
+    cost more than sealing a short value (writers seal single values one by one)."""
+    compress: Callable[[bytes], bytes] | None = getattr(_compressors, "compress", None)
+    if compress is None:
+        compress = _compressors.compress = zstandard.ZstdCompressor(level=_COMPRESS_LEVEL).compress
+    return compress
+
+
 def key_sealer(key: DataKey, aead: AESGCM | None = None) -> Sealer:
     """Sealing under one data key (``aead``: its cipher object, when the caller keeps one).
 
@@ -146,8 +158,7 @@ def key_sealer(key: DataKey, aead: AESGCM | None = None) -> Sealer:
     head, compressed_head = PREFIX + version, COMPRESSED_PREFIX + version
     tail = f":owner:{key.owner}:key:{key.version}"
     nonces = _nonces
-    compress = zstandard.ZstdCompressor(level=_COMPRESS_LEVEL).compress  # one per sealer: not
-    # thread-safe, and a sealer serves one batch of one thread
+    compress = _compressor()
 
     def seal(table: str, column: str, row_id: int | str, value: bytes | str) -> bytes:
         plain = value.encode("utf-8") if isinstance(value, str) else value

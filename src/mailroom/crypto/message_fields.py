@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from mailroom.crypto.fields import FieldCipher, from_text, to_text
+from mailroom.crypto.fields import FieldCipher, Sealer, from_text, to_text
 from mailroom.crypto.seal_lane import SealedSoon, SealJob, seal_texts
 from mailroom.crypto.sealing import mail_cipher, require_cipher, seals_new_mail
 from mailroom.errors import SealedWithoutKeys
@@ -96,8 +96,15 @@ def seal_value(
     """One mail column's value sealed for the row ``message_id`` of ``owner`` (None stays None)."""
     if value is None:
         return None
+    return seal_with(cipher.sealer(owner), message_id, column, value)
+
+
+def seal_with(seal: Sealer, message_id: int, column: str, value: Any) -> str | None:
+    """:func:`seal_value` with a sealer already made for the owner (many values of one owner)."""
+    if value is None:
+        return None
     plain = json.dumps(value, ensure_ascii=False) if column in JSON_COLUMNS else str(value)
-    return to_text(cipher.encrypt(owner, MESSAGES, column, message_id, plain))
+    return to_text(seal(MESSAGES, column, message_id, plain))
 
 
 def _sealed_text(value: Any) -> str:
@@ -288,16 +295,14 @@ def sealed_updates(
         )
     if not sealed:
         return [dict(row) for row in rows]
-    cipher = require_cipher(session, _WHAT)
+    seal = require_cipher(session, _WHAT).sealer(owner)
     out = []
     for row in rows:
         values = dict(row)
         if values["id"] in sealed:
             for column in SEALED_COLUMNS:
                 if column in values:
-                    values[column] = seal_value(
-                        cipher, owner, int(values["id"]), column, values[column]
-                    )
+                    values[column] = seal_with(seal, int(values["id"]), column, values[column])
         out.append(values)
     return out
 

@@ -84,7 +84,9 @@ def _message_row(
 ) -> dict[str, Any]:
     sender = parsed.from_[0] if parsed.from_ else None
     received = _arrival_time(parsed, item)
-    raw_sha256 = hashlib.sha256(item.raw).hexdigest() if item.raw is not None else None
+    raw_sha256 = item.raw_sha256
+    if raw_sha256 is None and item.raw is not None:
+        raw_sha256 = hashlib.sha256(item.raw).hexdigest()
     notes = list(parsed.notes)
     message_id = id_key(parsed.message_id) if parsed.message_id else None
     if message_id != parsed.message_id:

@@ -48,6 +48,7 @@ class IncomingMessage:
     seen: bool = False
     keywords: list[str] = field(default_factory=list)  # lower-case; not $seen or $flagged
     parsed: ParsedMessage | None = None
+    raw_sha256: str | None = None  # the SHA-256 of ``raw`` in hex, when the provider made it
 
 
 @dataclass
