@@ -1,5 +1,6 @@
 """Search over sealed mail: the blind index finds it through JMAP, the web page, the CLI
-and rules, exactly like clear mail for whole words, and keeps no clear word of it."""
+and rules, like clear mail (the last word also as a prefix, through the owner's sealed word
+list), and keeps no clear word of it."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from typing import Any
 import httpx
 import pytest
 from alembic import command
-from sqlalchemy import inspect, select, text
+from sqlalchemy import func, inspect, select, text
 
 from mailroom.crypto import MasterKeyWrapper
 from mailroom.crypto.blind_index import BODY_KIND, HEADER_KIND, token_keys, token_word
+from mailroom.crypto.blind_vocabulary import MERGE_FROM, completions, record_words
 from mailroom.crypto.datakeys import OwnerKeys
 from mailroom.crypto.owner_rotation import Rotator, start_rotation
 from mailroom.crypto.sealing import MailSealing, require_cipher
@@ -34,7 +36,7 @@ from mailroom.rules.engine import condition_clauses
 from mailroom.rules.model import Conditions
 from mailroom.store.engine import Store
 from mailroom.store.migrate import alembic_config
-from mailroom.store.models import Message
+from mailroom.store.models import BlindVocabulary, Message
 from mailroom.store.reader import SessionReader
 from mailroom.store.search import TOKEN_MARK, SearchDocument, index_documents
 from mailroom.web.app import create_app
@@ -295,11 +297,60 @@ def test_jmap_text_filter_finds_sealed_and_clear_mail(
     assert _jmap_ids(base, {"body": SEALED_WORD}) == [mixed["sealed"]]
     assert _jmap_ids(base, {"body": "budget"}) == []  # a subject word is not in the body
     assert _jmap_ids(base, {"subject": "budget"}) == [mixed["sealed"]]
-    # Whole words only in sealed mail; clear mail still matches the last word as a prefix.
-    assert _jmap_ids(base, {"text": "walr"}) == [mixed["clear"]]
+    # The last unquoted word matches as a prefix in sealed mail too (its owner's word list).
+    assert _jmap_ids(base, {"text": "walr"}) == both
     assert _jmap_ids(base, {"operator": "NOT", "conditions": [{"text": SEALED_WORD}]}) == [
         mixed["clear"]
     ]
+
+
+def test_the_last_word_matches_sealed_mail_as_a_prefix(
+    sealed: Store, mixed: dict[str, int], base: str
+) -> None:
+    """As clear mail's index does: through the owner's sealed word list, whole words elsewhere."""
+    both = [mixed["sealed"], mixed["clear"]]
+    assert _jmap_ids(base, {"text": SEALED_WORD[:6]}) == [mixed["sealed"]]
+    assert _jmap_ids(base, {"text": f"walrus {SEALED_WORD[:4]}"}) == [mixed["sealed"]]
+    assert _jmap_ids(base, {"text": "Budg"}) == [mixed["sealed"]]  # a subject word, any case
+    assert _jmap_ids(base, {"body": SEALED_WORD[:5]}) == [mixed["sealed"]]
+    assert _jmap_ids(base, {"body": "budg"}) == []  # the body's words only
+    assert _jmap_ids(base, {"text": f"{SEALED_WORD[:6]} walrus"}) == []  # not the last word
+    assert _jmap_ids(base, {"text": f'"{SEALED_WORD[:6]}"'}) == []  # quoted: the word itself
+    assert _jmap_ids(base, {"text": "walrus"}) == both
+    assert _jmap_ids(base, {"text": BOB_WORD[:5]}) == []  # another owner's word
+    with sealed.session() as session:
+        clauses = condition_clauses(session, Conditions(text=SEALED_WORD[:5]), mixed["alice"])
+        found = session.scalars(
+            select(Message.id).where(Message.user_id == mixed["alice"], *clauses)
+        ).all()
+    assert list(found) == [mixed["sealed"]]
+
+
+def test_the_word_list_is_sealed_and_merged(sealed: Store, mixed: dict[str, int]) -> None:
+    """Only sealed rows; many batches' rows are merged, and every word is still found."""
+    alice = mixed["alice"]
+    with sealed.session() as session:
+        rows = session.execute(
+            select(BlindVocabulary.words, BlindVocabulary.word_count).where(
+                BlindVocabulary.user_id == alice
+            )
+        ).all()
+        assert rows and all(count > 0 for _, count in rows)
+        assert not any(SEALED_WORD.encode() in words or b"walrus" in words for words, _ in rows)
+        assert completions(session, alice, "quix") == [SEALED_WORD]
+        for batch in range(MERGE_FROM + 5):
+            record_words(session, alice, [f"zebra{batch:03d}", "zebu"])
+        kept = session.scalar(
+            select(func.count())
+            .select_from(BlindVocabulary)
+            .where(BlindVocabulary.user_id == alice)
+        )
+        assert kept is not None and kept <= MERGE_FROM
+        found = completions(session, alice, "zeb")
+        assert found == sorted([f"zebra{n:03d}" for n in range(MERGE_FROM + 5)] + ["zebu"])
+        assert completions(session, alice, "zeb", limit=3) == found[:3]
+        assert completions(session, alice, SEALED_WORD) == []  # the word itself is no completion
+        assert completions(session, mixed["bob"], "quix") == []
 
 
 def test_another_owner_query_never_matches(sealed: Store, mixed: dict[str, int], base: str) -> None:
@@ -424,6 +475,7 @@ def test_owner_key_rotation_rehashes_tokens_and_search_keeps_working(
     assert after and not before & after and len(after) == len(before)
     assert _jmap_ids(base, {"text": SEALED_WORD}) == [mixed["sealed"]]
     assert _jmap_ids(base, {"text": "walrus"}) == [mixed["sealed"], mixed["clear"]]
+    assert _jmap_ids(base, {"text": SEALED_WORD[:6]}) == [mixed["sealed"]]  # word list re-sealed
 
 
 def test_deleting_an_owner_removes_their_token_words_and_keeps_the_other_searchable(
@@ -433,6 +485,10 @@ def test_deleting_an_owner_removes_their_token_words_and_keeps_the_other_searcha
     assert bob_words
     delete_owner(sealed, "bob")
     assert entry_words(sealed, mixed["bob_msg"]) == []
+    with sealed.session() as session:
+        assert not session.scalars(
+            select(BlindVocabulary.id).where(BlindVocabulary.user_id == mixed["bob"])
+        ).all()
     with sealed.session() as session:
         column = "rowid" if sealed.engine.dialect.name == "sqlite" else "message_id"
         left = set(session.execute(text(f"SELECT {column} FROM message_search")).scalars())

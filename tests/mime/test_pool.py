@@ -44,7 +44,8 @@ def test_workers_parse_like_the_calling_process() -> None:
 
 def test_workers_make_blind_index_entries_like_the_calling_process() -> None:
     """A sealing import has the workers make the blind index entries too (same keys,
-    same token words: the per-process word cache and hash order change nothing)."""
+    same token words and new words: the per-process word cache and hash order change
+    nothing)."""
     from mailroom.crypto.blind_tokens import TokenKeys
     from mailroom.mime.pool import parse_all
 

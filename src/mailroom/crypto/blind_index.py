@@ -23,11 +23,14 @@ random key, plus its ``message_id`` index).
 A query hashes its words the same way under every stored key version (both
 versions during an owner key rotation) and needs, for every word, one of its
 token words in the message's entry: one full-text match, OR-ed with the clear
-match so a store with clear and sealed mail finds both. Whole words only:
-hashing prefixes too (3 characters and up) would have tripled the words
-(x3.27 on the SpamAssassin corpus), so the last word of a query matches
-sealed mail as a whole word, while clear mail still matches it as a prefix.
-A phrase matches sealed mail when all its words occur, in any order.
+match so a store with clear and sealed mail finds both. Entries hold whole
+words only (hashing prefixes of 3 characters and up too would have tripled
+the words, x3.27 on the SpamAssassin corpus); the last word of a query still
+matches as a prefix, as in clear mail: the owner's sealed word list
+(``crypto.blind_vocabulary``) gives the words it starts, and their token
+words are alternatives of it. Each batch's entries add their new words to
+that list. A phrase matches sealed mail when all its words occur, in any
+order.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from mailroom.crypto.blind_tokens import TOKEN_BYTES, BlindEntry, TokenKeys, token_word
+from mailroom.crypto.blind_vocabulary import completions, record_words
 from mailroom.crypto.sealing import mail_cipher, require_cipher
 from mailroom.store.search import (
     OWNER_HAS_KEY,
@@ -90,9 +94,16 @@ def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: i
     """Write (or replace) the ``message_search`` entries of these messages of ``owner``."""
     documents = list(documents)
     keys = token_keys(require_cipher(session, "New mail"), owner)
-    entries = [(doc.message_id, *_entry(keys, doc)[1:]) for doc in documents]
+    entries: list[tuple[int, str, str]] = []
+    new_words: list[str] = []
+    for doc in documents:
+        _version, header, body, new = _entry(keys, doc)
+        entries.append((doc.message_id, header, body))
+        if new:
+            new_words.extend(new.split("\n"))
     if not entries:
         return
+    record_words(session, owner, new_words)
     remove_entries(session, [doc.message_id for doc in documents])
     connection = session.connection()
     if connection.dialect.name == "sqlite":
@@ -145,31 +156,53 @@ def has_blind_index(run: RunQuery, owner: int) -> bool:
 
 
 def hash_words(
-    cipher: FieldCipher, owner: int, words: Sequence[str], *, body_only: bool = False
+    cipher: FieldCipher,
+    owner: int,
+    words: Sequence[str],
+    *,
+    body_only: bool = False,
+    last_completions: Sequence[str] = (),
 ) -> BlindTerms:
-    """``words`` (already split and folded) hashed for ``owner``: every version, both kinds."""
+    """``words`` (already split and folded) hashed for ``owner``: every version, both kinds.
+
+    ``last_completions``: words the last word also stands for (a prefix search).
+    """
     kinds = (BODY_KIND,) if body_only else (HEADER_KIND, BODY_KIND)
     hashed: list[tuple[str, ...]] = []
-    for word in words:
+    for position, word in enumerate(words):
+        alternatives = [word, *last_completions] if position == len(words) - 1 else [word]
         hashes = [
             token_word(bytes.fromhex(digest[: 2 * TOKEN_BYTES]))
+            for each in alternatives
             for kind in kinds
-            for digest in cipher.lookup_hashes(owner, kind, word)
+            for digest in cipher.lookup_hashes(owner, kind, each)
         ]
         hashed.append(tuple(dict.fromkeys(hashes)))
     return BlindTerms(owner, tuple(hashed))
 
 
 def blind_terms(session: Session, owner: int, query: str) -> BlindTerms | None:
-    """A search query hashed for ``owner``'s blind index, or None when they have none."""
+    """A search query hashed for ``owner``'s blind index, or None when they have none.
+
+    The last word also matches as a prefix, as in the clear index (``store.search``).
+    """
     words = blind_query_words(query_terms(query))
-    return blind_terms_for_words(session, owner, words)
+    return blind_terms_for_words(session, owner, words, prefix_last=True)
 
 
 def blind_terms_for_words(
-    session: Session, owner: int, words: Sequence[str], *, body_only: bool = False
+    session: Session,
+    owner: int,
+    words: Sequence[str],
+    *,
+    body_only: bool = False,
+    prefix_last: bool = False,
 ) -> BlindTerms | None:
-    """:func:`blind_terms` for words already split (JMAP tokens and phrases)."""
+    """:func:`blind_terms` for words already split (JMAP tokens and phrases).
+
+    ``prefix_last``: the last word also stands for the owner's words it starts
+    (``crypto.blind_vocabulary``).
+    """
     if not words:
         return None
 
@@ -184,7 +217,8 @@ def blind_terms_for_words(
             return None
         # Without the key, a search would quietly leave the sealed mail out: say so instead.
         cipher = require_cipher(session, "Part of this owner's mail")
-    return hash_words(cipher, owner, words, body_only=body_only)
+    more = completions(session, owner, words[-1]) if prefix_last else []
+    return hash_words(cipher, owner, words, body_only=body_only, last_completions=more)
 
 
 def _strings(value: Any) -> list[str]:

@@ -21,8 +21,10 @@ from mailroom.store.search import BODY_LIMIT, TOKEN_MARK, blind_word_bytes
 TOKEN_BYTES = 8  # of each HMAC-SHA256 lookup hash: 64 bits, 16 hex digits
 
 # A message's entry: the key version its token words were hashed under, then the token words
-# of its subject and participants, and of its body (each sorted, joined by spaces).
-BlindEntry = tuple[int, str, str]
+# of its subject and participants, and of its body (each sorted, joined by spaces), then its
+# words this process had not hashed under that key before (newline-separated): what the
+# owner's sealed word list (``crypto.blind_vocabulary``) may not hold yet.
+BlindEntry = tuple[int, str, str, str]
 
 
 def token_word(digest: bytes) -> str:
@@ -71,10 +73,12 @@ class TokenKeys:
         Each word is hashed once per process (see ``_cached``): most words of a message
         occur in others too, and a dictionary look-up costs far less than an HMAC.
         """
+        new: list[bytes] = []
         return (
             self.version,
-            _joined(_looked_up(*_cache_of(self.header), header_words)),
-            _joined(_looked_up(*_cache_of(self.body), body_words)),
+            _joined(_looked_up(*_cache_of(self.header), header_words, new)),
+            _joined(_looked_up(*_cache_of(self.body), body_words, new)),
+            b"\n".join(sorted(set(new))).decode("utf-8"),
         )
 
     def entry_of(self, subject: str, participants: str, body: str) -> BlindEntry:
@@ -83,11 +87,15 @@ class TokenKeys:
         return self.entry(header, blind_word_bytes(body[:BODY_LIMIT]))
 
 
-def _looked_up(keyed: KeyedHash, found: dict[bytes, str], words: Collection[bytes]) -> list[str]:
-    """The hex tokens of ``words``, hashing only those not ``found`` yet (and keeping them)."""
+def _looked_up(
+    keyed: KeyedHash, found: dict[bytes, str], words: Collection[bytes], new: list[bytes]
+) -> list[str]:
+    """The hex tokens of ``words``, hashing only those not ``found`` yet (kept, and added
+    to ``new``)."""
 
     def hashed(word: bytes) -> str:
         token = found[word] = keyed.digest(word.decode("utf-8"))[:TOKEN_BYTES].hex()
+        new.append(word)
         return token
 
     known = found.get

@@ -18,14 +18,18 @@ envelope, delivery status and last error, and the ``failed_sends.reason`` and
 ``bounces.recipients`` of those submissions (owner and sealing through
 ``submissions``), and the headers and reason of a sealing owner's skipped-ledger
 rows (:mod:`~mailroom.providers.sealed_ledger`: owner through ``accounts``, rows
-whose headers are sealed). A JSON column's rows are taken only when they hold a sealed
-value: a sealed submission's empty delivery status is JSON ``null``, not SQL NULL.
+whose headers are sealed), and a sealing owner's word list
+(:mod:`~mailroom.crypto.blind_vocabulary`). A JSON column's rows are taken only
+when they hold a sealed value: a sealed submission's empty delivery status is
+JSON ``null``, not SQL NULL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mailroom.crypto.blind_vocabulary import COLUMN as VOCABULARY_WORDS
+from mailroom.crypto.blind_vocabulary import TABLE as VOCABULARY
 from mailroom.crypto.mail_writing import (
     BLOB_COLUMN,
     BLOBS,
@@ -128,4 +132,5 @@ ENCRYPTED_COLUMNS: tuple[EncryptedColumn, ...] = (
         )
         for column in LEDGER_COLUMNS
     ),
+    EncryptedColumn(VOCABULARY, VOCABULARY_WORDS),
 )

@@ -75,6 +75,7 @@ OWNED_TABLES: tuple[tuple[str, str], ...] = (
     ("calendar_feeds", _OWN),
     ("change_floors", _OWN),
     ("contacts", _OWN),
+    ("blind_vocabulary", _OWN),
     ("jmap_uploads", _OWN),
     ("push_subscriptions", _OWN),
     ("rules", _OWN),

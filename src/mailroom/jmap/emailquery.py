@@ -74,7 +74,12 @@ from mailroom.jmap.emailsort import (
 from mailroom.jmap.errors import MethodError, invalid_arguments
 from mailroom.jmap.methods.common import is_int, parse_utc_date
 from mailroom.jmap.sealed_columns import SealedMail, opened
-from mailroom.jmap.textsearch import blind_words_of, fulltext_clause, split_text
+from mailroom.jmap.textsearch import (
+    blind_words_of,
+    fulltext_clause,
+    last_word_is_prefix,
+    split_text,
+)
 from mailroom.store.models import (
     Label,
     Message,
@@ -238,7 +243,11 @@ class EmailFilter:
             raise invalid_arguments(f"{name} must be a string.")
         column = "body" if name == "body" else None
         blind = blind_terms_for_words(
-            self.session, self.user_id, blind_words_of(value), body_only=column == "body"
+            self.session,
+            self.user_id,
+            blind_words_of(value),
+            body_only=column == "body",
+            prefix_last=last_word_is_prefix(value),
         )
         clause = fulltext_clause(
             self.dialect, value, column, f"fts_{self._next_param()}", blind, self.user_id

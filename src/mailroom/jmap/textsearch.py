@@ -8,8 +8,10 @@ index phrase of its words (split as ``store.search`` indexes them); the
 last unquoted word also matches as a prefix, as everywhere else in
 mailroom. ``body`` searches only the body column (FTS5 column filter,
 tsvector weight C). Sealed mail is searched in the blind index
-(``crypto.blind_index``): whole words, a phrase as all its words; a body
-query asks for the body's token words only (their hash says their part).
+(``crypto.blind_index``): whole words, a phrase as all its words, the last
+unquoted word also as the start of the owner's words
+(``crypto.blind_vocabulary``); a body query asks for the body's token words
+only (their hash says their part).
 """
 
 from __future__ import annotations
@@ -92,6 +94,12 @@ def _tsquery(tokens: list[Token], column: str | None) -> str | None:
         lexemes = [f"'{word}'" + (f":{marks}" if marks else "") for word in words]
         parts.append("(" + " <-> ".join(lexemes) + ")")
     return " & ".join(parts) if parts else None
+
+
+def last_word_is_prefix(value: str) -> bool:
+    """Whether the last token of ``value`` also matches as a prefix (one unquoted word)."""
+    tokens = split_text(value)
+    return bool(tokens) and not tokens[-1].phrase and len(tokens[-1].words) == 1
 
 
 def blind_words_of(value: str) -> list[str]:

@@ -73,9 +73,9 @@ class ParsedMessage:
     size: int = 0
     notes: list[str] = field(default_factory=list)
     # The message's blind index entry (``crypto.blind_tokens.BlindEntry``: key version, header
-    # and body token words), made by the parse worker when the import seals mail, so the writer
-    # only stores it; None otherwise.
-    blind_entry: tuple[int, str, str] | None = field(default=None, compare=False)
+    # and body token words, words new to the worker), made by the parse worker when the import
+    # seals mail, so the writer only stores it; None otherwise.
+    blind_entry: tuple[int, str, str, str] | None = field(default=None, compare=False)
 
     def participants(self) -> str:
         """The searchable text of the sender and recipients: names, addresses, their halves."""

@@ -54,7 +54,7 @@ class SearchDocument:
     body: str
     # The blind index entry a parse worker made (``crypto.blind_tokens.BlindEntry``), or None
     # to make it when the entry is written.
-    blind_entry: tuple[int, str, str] | None = field(default=None, compare=False)
+    blind_entry: tuple[int, str, str, str] | None = field(default=None, compare=False)
 
 
 def index_documents(

@@ -29,7 +29,7 @@ from mailroom.store.models.jmap import (
     PushSubscription,
     VacationResponse,
 )
-from mailroom.store.models.keys import KeyRotation, OwnerKey
+from mailroom.store.models.keys import BlindVocabulary, KeyRotation, OwnerKey
 from mailroom.store.models.labels import SYSTEM_ROLES, Folder, Label, LabelBinding
 from mailroom.store.models.messages import (
     Blob,
@@ -85,6 +85,7 @@ __all__ = [
     "CalendarFeed",
     "MessageEvent",
     "Base",
+    "BlindVocabulary",
     "Blob",
     "Change",
     "ChangeFloor",

@@ -1,4 +1,4 @@
-"""Owner data keys and owner key rotations (migration 0019; mailroom.crypto uses them).
+"""Owner data keys, owner key rotations (migration 0019) and sealed word lists (0026).
 
 A data key is never stored in the clear: ``wrapped`` is the key sealed by the
 installation's key wrapper (``mailroom.crypto.wrapping``), bound to the owner
@@ -47,3 +47,19 @@ class KeyRotation(Base):
     state: Mapped[str] = mapped_column(String(10), default="running")
     started_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class BlindVocabulary(Base):
+    """Part of a sealing owner's word list, sealed (migration 0026, ``crypto.blind_vocabulary``).
+
+    ``words``: the sorted words, newline-separated, sealed under the owner's data key and
+    bound to this row; ``word_count``: how many.
+    """
+
+    __tablename__ = "blind_vocabulary"
+
+    id: Mapped[int] = mapped_column(IdType, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    words: Mapped[bytes] = mapped_column(LargeBinary)
+    word_count: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

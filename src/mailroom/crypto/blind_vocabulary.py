@@ -1,0 +1,143 @@
+"""Each sealing owner's word list, sealed: the last word of a search matches as a prefix.
+
+The blind index (``crypto.blind_index``) holds keyed hashes of whole words:
+a hash of ``conf`` says nothing about ``conference``, so by itself a search
+for the start of a word finds no sealed mail, while clear mail's full-text
+index matches the last word of a query as a prefix. ``blind_vocabulary``
+keeps the owner's words instead, sealed under their data key like any other
+value (``words``: sorted, newline-separated, compressed and sealed, bound to
+its row; only ``word_count`` is clear). A search opens the list, takes the
+words that start with the query's last word (at most :data:`EXPANSIONS`, in
+alphabetical order) and asks the blind index for their token words as
+alternatives of that word.
+
+Writing: every batch of sealed mail adds one row holding the words whose
+token words it made and its process had not hashed before under that key
+(``crypto.blind_tokens``: the fourth part of an entry), so an import writes
+each word about once. Rows repeat words across processes and imports; once
+an owner has more than :data:`MERGE_FROM` rows they are merged into one, in
+the writing transaction. A word stays in the list after its last message is
+deleted: it then expands to a token word nothing holds.
+
+Opened lists are kept in this process, keyed by the rows' ids and the random
+nonces of their sealed values, so a search opens the list only when it
+changed. An owner key rotation re-seals the rows (``crypto.columns``);
+deleting the owner deletes them (``crypto.shredding``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from bisect import bisect_left
+from collections.abc import Iterable
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from mailroom.crypto.fields import FieldCipher
+from mailroom.crypto.sealing import require_cipher
+from mailroom.store.models import BlindVocabulary
+
+__all__ = ["COLUMN", "EXPANSIONS", "MERGE_FROM", "TABLE", "completions", "record_words"]
+
+TABLE = "blind_vocabulary"
+COLUMN = "words"
+MERGE_FROM = 32  # rows of one owner; more are merged into one
+EXPANSIONS = 200  # words the last word of a query may stand for
+_KEPT_LISTS = 8  # opened lists kept in this process
+_HEAD = 18  # bytes of a sealed value up to the end of its nonce (crypto.fields)
+
+_opened: dict[bytes, list[str]] = {}
+_lock = threading.Lock()
+
+
+def record_words(session: Session, owner: int, words: Iterable[str]) -> None:
+    """Add ``words`` to ``owner``'s sealed list (in the session's transaction)."""
+    fresh = sorted({word for word in words if word})
+    if not fresh:
+        return
+    cipher = require_cipher(session, "New mail")
+    _insert(session, cipher, owner, fresh)
+    rows = session.scalar(
+        select(func.count()).select_from(BlindVocabulary).where(BlindVocabulary.user_id == owner)
+    )
+    if int(rows or 0) > MERGE_FROM:
+        _merge(session, cipher, owner)
+
+
+def completions(session: Session, owner: int, prefix: str, limit: int = EXPANSIONS) -> list[str]:
+    """The owner's words that start with ``prefix`` (not ``prefix`` itself), alphabetically."""
+    if not prefix:
+        return []
+    words = _owner_words(session, owner)
+    found: list[str] = []
+    for word in words[bisect_left(words, prefix) :]:
+        if not word.startswith(prefix) or len(found) >= limit:
+            break
+        if word != prefix:
+            found.append(word)
+    return found
+
+
+def _insert(session: Session, cipher: FieldCipher, owner: int, words: list[str]) -> None:
+    # The sealed value is bound to the row id, which only the insert makes.
+    row_id = session.execute(
+        insert(BlindVocabulary)
+        .values(user_id=owner, words=b"", word_count=len(words))
+        .returning(BlindVocabulary.id)
+    ).scalar_one()
+    sealed = cipher.encrypt(owner, TABLE, COLUMN, row_id, "\n".join(words))
+    session.execute(
+        update(BlindVocabulary).where(BlindVocabulary.id == row_id).values(words=sealed)
+    )
+
+
+def _merge(session: Session, cipher: FieldCipher, owner: int) -> None:
+    ids, words = _opened_rows(session, cipher, owner)
+    session.execute(delete(BlindVocabulary).where(BlindVocabulary.id.in_(ids)))
+    _insert(session, cipher, owner, sorted(words))
+
+
+def _opened_rows(session: Session, cipher: FieldCipher, owner: int) -> tuple[list[int], set[str]]:
+    """The ids of the owner's rows and every word they hold."""
+    ids: list[int] = []
+    words: set[str] = set()
+    for row_id, sealed in session.execute(
+        select(BlindVocabulary.id, BlindVocabulary.words).where(BlindVocabulary.user_id == owner)
+    ):
+        ids.append(int(row_id))
+        text = cipher.decrypt(owner, TABLE, COLUMN, int(row_id), sealed).decode("utf-8")
+        words.update(text.split("\n") if text else [])
+    return ids, words
+
+
+def _owner_words(session: Session, owner: int) -> list[str]:
+    """The owner's whole list, sorted (opened again only when the rows changed).
+
+    The rows are known by their ids and sealed heads: a head holds the value's random
+    nonce, so a row written or sealed again (a merge, a rotation) has a new one, and
+    the look-up reads a few bytes per row instead of the lists.
+    """
+    heads = session.execute(
+        select(BlindVocabulary.id, func.substr(BlindVocabulary.words, 1, _HEAD))
+        .where(BlindVocabulary.user_id == owner)
+        .order_by(BlindVocabulary.id)
+    ).all()
+    if not heads:
+        return []
+    digest = hashlib.sha256(str(owner).encode())
+    for row_id, head in heads:
+        digest.update(int(row_id).to_bytes(8, "big") + bytes(head))
+    key = digest.digest()
+    with _lock:
+        kept = _opened.get(key)
+    if kept is not None:
+        return kept
+    cipher = require_cipher(session, "Part of this owner's mail")
+    ordered = sorted(_opened_rows(session, cipher, owner)[1])
+    with _lock:
+        while len(_opened) >= _KEPT_LISTS:
+            _opened.pop(next(iter(_opened)))
+        _opened[key] = ordered
+    return ordered
