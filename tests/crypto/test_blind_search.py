@@ -353,6 +353,24 @@ def test_the_word_list_is_sealed_and_merged(sealed: Store, mixed: dict[str, int]
         assert completions(session, mixed["bob"], "quix") == []
 
 
+def test_words_of_a_rolled_back_batch_reach_the_word_list_when_it_is_stored_again(
+    sealed: Store, mixed: dict[str, int]
+) -> None:
+    """The writer forgets which words it reported when their batch rolls back."""
+    alice = mixed["alice"]
+    raw = _message("again@x", "Walrus notes", "The walrus was flabbergasted.\n", minutes=20)
+    account = make_account(sealed, owner="alice")
+    with pytest.raises(RuntimeError), sealed.session() as session:
+        items = [IncomingMessage("again", raw, label_ids=[account[2]])]
+        store_batch(session, account[1], alice, items)
+        raise RuntimeError("the batch fails after its entries were made")
+    with sealed.session() as session:
+        assert completions(session, alice, "flabber") == []
+    ingest(sealed, account, [("again", raw)])
+    with sealed.session() as session:
+        assert completions(session, alice, "flabber") == ["flabbergasted"]
+
+
 def test_another_owner_query_never_matches(sealed: Store, mixed: dict[str, int], base: str) -> None:
     with sealed.session() as session:
         set_password(session, "bob", PASSWORD)

@@ -38,9 +38,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 
-from mailroom.crypto.blind_tokens import TOKEN_BYTES, BlindEntry, TokenKeys, token_word
+from mailroom.crypto.blind_tokens import TOKEN_BYTES, BlindEntry, TokenKeys, forget, token_word
 from mailroom.crypto.blind_vocabulary import completions, record_words
 from mailroom.crypto.sealing import mail_cipher, require_cipher
 from mailroom.store.search import (
@@ -104,6 +104,8 @@ def index_sealed(session: Session, documents: Iterable[SearchDocument], owner: i
     if not entries:
         return
     record_words(session, owner, new_words)
+    # Should this transaction roll back, these words were reported new and stored nowhere.
+    event.listen(session, "after_rollback", lambda _session: forget(keys), once=True)
     remove_entries(session, [doc.message_id for doc in documents])
     connection = session.connection()
     if connection.dialect.name == "sqlite":

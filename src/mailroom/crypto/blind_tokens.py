@@ -59,6 +59,16 @@ def _cache_of(key: bytes) -> tuple[KeyedHash, dict[bytes, str]]:
     return found
 
 
+def forget(keys: TokenKeys) -> None:
+    """Drop this process's cached words of ``keys``: their next entries report every word new.
+
+    For a writer whose batch was rolled back: the words it reported as new are then in
+    no word list, and would otherwise never be reported again by this process.
+    """
+    for key in (keys.header, keys.body):
+        _cached.pop(key, None)
+
+
 @dataclass(frozen=True, slots=True)
 class TokenKeys:
     """One owner's token keys of one data key version: header words' and body words'."""
