@@ -338,6 +338,8 @@ def test_the_word_list_is_sealed_and_merged(sealed: Store, mixed: dict[str, int]
         assert rows and all(count > 0 for _, count in rows)
         assert not any(SEALED_WORD.encode() in words or b"walrus" in words for words, _ in rows)
         assert completions(session, alice, "quix") == [SEALED_WORD]
+        record_words(session, alice, ["quixote", "quiz"])  # a row added to an opened list
+        assert completions(session, alice, "qui") == ["quixote", SEALED_WORD, "quiz"]
         for batch in range(MERGE_FROM + 5):
             record_words(session, alice, [f"zebra{batch:03d}", "zebu"])
         kept = session.scalar(

@@ -21,16 +21,16 @@ deleted: it then expands to a token word nothing holds.
 
 Opened lists are kept in this process, keyed by the rows' ids and the random
 nonces of their sealed values, so a search opens the list only when it
-changed. An owner key rotation re-seals the rows (``crypto.columns``);
-deleting the owner deletes them (``crypto.shredding``).
+changed, and then only the rows added since. An owner key rotation re-seals
+the rows (``crypto.columns``); deleting the owner deletes them
+(``crypto.shredding``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
@@ -48,7 +48,8 @@ EXPANSIONS = 200  # words the last word of a query may stand for
 _KEPT_LISTS = 8  # opened lists kept in this process
 _HEAD = 18  # bytes of a sealed value up to the end of its nonce (crypto.fields)
 
-_opened: dict[bytes, list[str]] = {}
+# Opened lists by the (id, sealed head) pairs of the rows they were opened from.
+_opened: dict[frozenset[tuple[int, bytes]], list[str]] = {}
 _lock = threading.Lock()
 
 
@@ -99,13 +100,18 @@ def _merge(session: Session, cipher: FieldCipher, owner: int) -> None:
     _insert(session, cipher, owner, sorted(words))
 
 
-def _opened_rows(session: Session, cipher: FieldCipher, owner: int) -> tuple[list[int], set[str]]:
-    """The ids of the owner's rows and every word they hold."""
+def _opened_rows(
+    session: Session, cipher: FieldCipher, owner: int, only: Collection[int] | None = None
+) -> tuple[list[int], set[str]]:
+    """The ids of the owner's rows (``only`` these, when given) and every word they hold."""
+    query = select(BlindVocabulary.id, BlindVocabulary.words).where(
+        BlindVocabulary.user_id == owner
+    )
+    if only is not None:
+        query = query.where(BlindVocabulary.id.in_(list(only)))
     ids: list[int] = []
     words: set[str] = set()
-    for row_id, sealed in session.execute(
-        select(BlindVocabulary.id, BlindVocabulary.words).where(BlindVocabulary.user_id == owner)
-    ):
+    for row_id, sealed in session.execute(query):
         ids.append(int(row_id))
         text = cipher.decrypt(owner, TABLE, COLUMN, int(row_id), sealed).decode("utf-8")
         words.update(text.split("\n") if text else [])
@@ -113,11 +119,13 @@ def _opened_rows(session: Session, cipher: FieldCipher, owner: int) -> tuple[lis
 
 
 def _owner_words(session: Session, owner: int) -> list[str]:
-    """The owner's whole list, sorted (opened again only when the rows changed).
+    """The owner's whole list, sorted (rows opened again only when they changed).
 
     The rows are known by their ids and sealed heads: a head holds the value's random
     nonce, so a row written or sealed again (a merge, a rotation) has a new one, and
-    the look-up reads a few bytes per row instead of the lists.
+    the look-up reads a few bytes per row instead of the lists. When rows were only
+    added since a list was opened (the batches of a sync), only those are opened and
+    their words put in place.
     """
     heads = session.execute(
         select(BlindVocabulary.id, func.substr(BlindVocabulary.words, 1, _HEAD))
@@ -126,18 +134,28 @@ def _owner_words(session: Session, owner: int) -> list[str]:
     ).all()
     if not heads:
         return []
-    digest = hashlib.sha256(str(owner).encode())
-    for row_id, head in heads:
-        digest.update(int(row_id).to_bytes(8, "big") + bytes(head))
-    key = digest.digest()
+    rows = frozenset((int(row_id), bytes(head)) for row_id, head in heads)
     with _lock:
-        kept = _opened.get(key)
+        kept = _opened.get(rows)
+        earlier = max(
+            (state for state in _opened.items() if state[0] < rows),
+            key=lambda state: len(state[0]),
+            default=None,
+        )
     if kept is not None:
         return kept
     cipher = require_cipher(session, "Part of this owner's mail")
-    ordered = sorted(_opened_rows(session, cipher, owner)[1])
+    if earlier is None:
+        ordered = sorted(_opened_rows(session, cipher, owner)[1])
+    else:
+        added = {row_id for row_id, _head in rows - earlier[0]}
+        ordered = list(earlier[1])
+        for word in _opened_rows(session, cipher, owner, added)[1]:
+            at = bisect_left(ordered, word)
+            if at == len(ordered) or ordered[at] != word:
+                ordered.insert(at, word)
     with _lock:
         while len(_opened) >= _KEPT_LISTS:
             _opened.pop(next(iter(_opened)))
-        _opened[key] = ordered
+        _opened[rows] = ordered
     return ordered
