@@ -45,7 +45,7 @@ TABLE = "blind_vocabulary"
 COLUMN = "words"
 MERGE_FROM = 32  # rows of one owner; more are merged into one
 EXPANSIONS = 200  # words the last word of a query may stand for
-_KEPT_LISTS = 8  # opened lists kept in this process
+_KEPT_LISTS = 4  # opened lists kept in this process (a few MiB each)
 _HEAD = 18  # bytes of a sealed value up to the end of its nonce (crypto.fields)
 
 # Opened lists by the (id, sealed head) pairs of the rows they were opened from.
@@ -155,6 +155,8 @@ def _owner_words(session: Session, owner: int) -> list[str]:
             if at == len(ordered) or ordered[at] != word:
                 ordered.insert(at, word)
     with _lock:
+        if earlier is not None:  # superseded by this one
+            _opened.pop(earlier[0], None)
         while len(_opened) >= _KEPT_LISTS:
             _opened.pop(next(iter(_opened)))
         _opened[rows] = ordered
