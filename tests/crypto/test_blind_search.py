@@ -340,6 +340,10 @@ def test_the_word_list_is_sealed_and_merged(sealed: Store, mixed: dict[str, int]
         assert completions(session, alice, "quix") == [SEALED_WORD]
         record_words(session, alice, ["quixote", "quiz"])  # a row added to an opened list
         assert completions(session, alice, "qui") == ["quixote", SEALED_WORD, "quiz"]
+        many = [f"yak{n:04d}" for n in range(1_500)]  # more than are put in place one by one
+        record_words(session, alice, many)
+        assert completions(session, alice, "yak", limit=2_000) == many
+        assert completions(session, alice, "quix") == ["quixote", SEALED_WORD]
         for batch in range(MERGE_FROM + 5):
             record_words(session, alice, [f"zebra{batch:03d}", "zebu"])
         kept = session.scalar(

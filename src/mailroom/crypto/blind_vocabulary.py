@@ -35,7 +35,7 @@ from collections.abc import Collection, Iterable
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from mailroom.crypto.fields import FieldCipher
+from mailroom.crypto.fields import NONCE_END, FieldCipher
 from mailroom.crypto.sealing import require_cipher
 from mailroom.store.models import BlindVocabulary
 
@@ -46,7 +46,7 @@ COLUMN = "words"
 MERGE_FROM = 32  # rows of one owner; more are merged into one
 EXPANSIONS = 200  # words the last word of a query may stand for
 _KEPT_LISTS = 4  # opened lists kept in this process (a few MiB each)
-_HEAD = 18  # bytes of a sealed value up to the end of its nonce (crypto.fields)
+_INSERTED = 1_000  # added words put in place one by one; more: the list is sorted again
 
 # Opened lists by the (id, sealed head) pairs of the rows they were opened from.
 _opened: dict[frozenset[tuple[int, bytes]], list[str]] = {}
@@ -128,32 +128,36 @@ def _owner_words(session: Session, owner: int) -> list[str]:
     their words put in place.
     """
     heads = session.execute(
-        select(BlindVocabulary.id, func.substr(BlindVocabulary.words, 1, _HEAD))
-        .where(BlindVocabulary.user_id == owner)
-        .order_by(BlindVocabulary.id)
+        select(BlindVocabulary.id, func.substr(BlindVocabulary.words, 1, NONCE_END)).where(
+            BlindVocabulary.user_id == owner
+        )
     ).all()
     if not heads:
         return []
     rows = frozenset((int(row_id), bytes(head)) for row_id, head in heads)
     with _lock:
         kept = _opened.get(rows)
+        if kept is not None:
+            return kept
         earlier = max(
             (state for state in _opened.items() if state[0] < rows),
             key=lambda state: len(state[0]),
             default=None,
         )
-    if kept is not None:
-        return kept
     cipher = require_cipher(session, "Part of this owner's mail")
     if earlier is None:
         ordered = sorted(_opened_rows(session, cipher, owner)[1])
     else:
-        added = {row_id for row_id, _head in rows - earlier[0]}
-        ordered = list(earlier[1])
-        for word in _opened_rows(session, cipher, owner, added)[1]:
-            at = bisect_left(ordered, word)
-            if at == len(ordered) or ordered[at] != word:
-                ordered.insert(at, word)
+        added_rows = {row_id for row_id, _head in rows - earlier[0]}
+        added = _opened_rows(session, cipher, owner, added_rows)[1]
+        if len(added) > _INSERTED:  # an import's rows: one sort beats many list inserts
+            ordered = sorted(added.union(earlier[1]))
+        else:
+            ordered = list(earlier[1])
+            for word in added:
+                at = bisect_left(ordered, word)
+                if at == len(ordered) or ordered[at] != word:
+                    ordered.insert(at, word)
     with _lock:
         if earlier is not None:  # superseded by this one
             _opened.pop(earlier[0], None)

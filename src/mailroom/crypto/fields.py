@@ -58,6 +58,8 @@ _COMPRESS_LEVEL = 1
 _COMPRESSED_CONTEXT = b":zstd"
 _HEAD = len(PREFIX) + 4
 _NONCE = 12
+# A sealed value's bytes up to the end of its random nonce: a new one for every sealing.
+NONCE_END = _HEAD + _NONCE
 
 
 class FieldTampered(ConfigError):
