@@ -73,7 +73,7 @@ def _fts5(tokens: list[Token], column: str | None) -> str | None:
         if not words:
             continue
         phrase = '"' + " ".join(words) + '"'
-        if not token.phrase and position == len(tokens) - 1 and len(words) == 1:
+        if _is_prefix(tokens, position):
             phrase += "*"
         parts.append(phrase)
     if not parts:
@@ -96,10 +96,16 @@ def _tsquery(tokens: list[Token], column: str | None) -> str | None:
     return " & ".join(parts) if parts else None
 
 
+def _is_prefix(tokens: list[Token], position: int) -> bool:
+    """Whether the token at ``position`` also matches as a prefix: the last, one unquoted word."""
+    token = tokens[position]
+    return position == len(tokens) - 1 and not token.phrase and len(token.words) == 1
+
+
 def last_word_is_prefix(value: str) -> bool:
-    """Whether the last token of ``value`` also matches as a prefix (one unquoted word)."""
+    """Whether the last token of ``value`` also matches as a prefix (see :func:`_is_prefix`)."""
     tokens = split_text(value)
-    return bool(tokens) and not tokens[-1].phrase and len(tokens[-1].words) == 1
+    return bool(tokens) and _is_prefix(tokens, len(tokens) - 1)
 
 
 def blind_words_of(value: str) -> list[str]:
