@@ -76,8 +76,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     Checkpoints every 8,192 pages (64 MiB of log) rather than SQLite's 1,000: an
     import writes about four times its raw size (bodies, search index, raw
     bytes), and each checkpoint costs two fsyncs. The log file is cut back to
-    64 MiB after a checkpoint. A local import or IMAP sync also checkpoints from a
-    background thread (``store.checkpoints``), so its writer rarely does. Pages are 8 KiB
+    64 MiB after a checkpoint. Bulk writes (a local import, ``mailroom sync``'s history
+    import, an IMAP sync finding more than a page of new mail) also checkpoint from a
+    background thread (``store.checkpoints``), so their writer rarely does. Pages are 8 KiB
     (set when the file is created; an existing file keeps its size): a typical
     raw message then fits one page instead of spilling onto overflow pages, and
     commits write fewer, larger pages (importing the SpamAssassin corpus spent
